@@ -1,0 +1,93 @@
+// buildApp(config, db): plugins, hooks and routes. It never listens; the server and the tests
+// call it alike.
+import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import swagger from '@fastify/swagger'
+import scalar from '@scalar/fastify-api-reference'
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify'
+import { parse } from 'yaml'
+import type { Config } from './config.js'
+import { ping, type DbHandle } from './db/client.js'
+import { makeRepos } from './db/repos/index.js'
+import { handlers } from './handlers/index.js'
+import { ApiError, sendProblem, toApiError } from './http/errors.js'
+import { makeGuard } from './http/guard.js'
+import { registerJsonParser } from './http/json-parser.js'
+import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
+import type { AppContext } from './http/types.js'
+import { validatorCompiler } from './http/validation.js'
+
+export const BODY_LIMIT = 1024 * 1024
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+const specYaml = readFileSync(new URL('../openapi.yaml', import.meta.url), 'utf8')
+
+/** What a 5xx log line may hold of an error: never a query, its parameters or a secret in them. */
+function loggableError(error: unknown): Record<string, unknown> {
+  let inner: unknown = error
+  while (inner && typeof inner === 'object' && (inner as { cause?: unknown }).cause) inner = (inner as { cause: unknown }).cause
+  const e = inner as { name?: string; code?: string; message?: string; stack?: string }
+  const outer = error as { name?: string }
+  return { type: outer?.name, cause_type: e?.name, code: e?.code, message: e?.message, stack: e?.stack }
+}
+
+export interface BuildOptions {
+  /** Overrides the logger, for tests that read the log lines. */
+  logger?: { stream: NodeJS.WritableStream }
+}
+
+export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel, ...(options.logger ? { stream: options.logger.stream } : {}) },
+    // One line per request, written by the onResponse hook below.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    bodyLimit: BODY_LIMIT,
+    routerOptions: { maxParamLength: 200 },
+    frameworkErrors: (error, request, reply) => {
+      sendProblem(request, reply, toApiError(error as FastifyError))
+    },
+  })
+
+  const ctx: AppContext = {
+    config,
+    db: database.db,
+    repos: makeRepos(database.db),
+    spec: { json: parse(specYaml) as object, yaml: specYaml },
+    ping: () => ping(database.db),
+  }
+
+  app.setValidatorCompiler(validatorCompiler)
+  registerJsonParser(app, BODY_LIMIT)
+
+  app.addHook('onRequest', makeGuard(ctx))
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    )
+  })
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const problem = toApiError(error)
+    if (problem.status >= 500 && problem.code !== 'not_implemented') {
+      request.log.error({ err: loggableError(error) }, problem.code)
+    }
+    return sendProblem(request, reply, problem)
+  })
+  app.setNotFoundHandler((request, reply) => sendProblem(request, reply, notFoundOrNotAllowed(request)))
+
+  await app.register(swagger, { mode: 'static', specification: { document: ctx.spec.json as never } })
+  ctx.spec.json = app.swagger()
+  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
+
+  registerRoutes(app, ctx, handlers)
+  return app
+}
+
+export { ApiError }

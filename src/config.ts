@@ -1,0 +1,61 @@
+// The only reader of process.env. Values are parsed once, checked, and frozen; a bad value
+// stops the process at start-up instead of surfacing as a strange failure later.
+
+export interface Config {
+  readonly port: number
+  readonly host: string
+  /** postgres://... for a PostgreSQL pool; undefined for the embedded PGlite database. */
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string
+  readonly dbPoolSize: number
+  /** Seconds postgres.js waits for a connection before the request answers 503. */
+  readonly dbConnectTimeout: number
+  readonly adminToken: string | undefined
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+export const defaults: Config = Object.freeze({
+  port: 3000,
+  host: '127.0.0.1',
+  databaseUrl: undefined,
+  dataDir: './data',
+  dbPoolSize: 10,
+  dbConnectTimeout: 5,
+  adminToken: undefined,
+  logLevel: 'info',
+})
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`)
+  }
+  return value
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const databaseUrl = env.DATABASE_URL || undefined
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new Error('DATABASE_URL must be a postgres:// or postgresql:// URL')
+  }
+  const logLevel = (env.LOG_LEVEL || defaults.logLevel) as Config['logLevel']
+  if (!LOG_LEVELS.includes(logLevel)) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+  const adminToken = env.ADMIN_TOKEN || undefined
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new Error('ADMIN_TOKEN must be at least 16 characters long')
+  }
+  return Object.freeze({
+    port: integer(env, 'PORT', defaults.port, 0, 65535),
+    host: env.HOST || defaults.host,
+    databaseUrl,
+    dataDir: env.DATA_DIR || defaults.dataDir,
+    dbPoolSize: integer(env, 'DB_POOL_SIZE', defaults.dbPoolSize, 1, 1000),
+    dbConnectTimeout: integer(env, 'DB_CONNECT_TIMEOUT', defaults.dbConnectTimeout, 1, 300),
+    adminToken,
+    logLevel,
+  })
+}

@@ -1,0 +1,76 @@
+// One Database type over two drivers: postgres.js when DATABASE_URL is set, the embedded
+// PGlite otherwise. Both speak the same SQL, so the repositories do not know which it is.
+import { mkdir } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import { PGlite } from '@electric-sql/pglite'
+import { sql } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import postgres from 'postgres'
+import * as schema from './schema.js'
+
+export type Schema = typeof schema
+export type Database = PgDatabase<PgQueryResultHKT, Schema>
+
+export interface DbHandle {
+  readonly db: Database
+  readonly kind: 'pglite' | 'postgres'
+  /** Applies the migrations in drizzle/ that have not run yet. */
+  migrate(): Promise<void>
+  close(): Promise<void>
+}
+
+const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url))
+/** Serialises migrations of several instances starting at once against one database. */
+const MIGRATION_LOCK = 0x46425f4d // "FB_M"
+
+export interface DbOptions {
+  databaseUrl?: string
+  /** PGlite data directory; in memory when undefined. */
+  dataDir?: string
+  poolSize?: number
+  connectTimeout?: number
+}
+
+export async function openDatabase(options: DbOptions): Promise<DbHandle> {
+  if (options.databaseUrl) {
+    const client = postgres(options.databaseUrl, {
+      max: options.poolSize ?? 10,
+      connect_timeout: options.connectTimeout ?? 5,
+      onnotice: () => {},
+    })
+    const db = drizzlePostgres(client, { schema }) as unknown as Database
+    return {
+      db,
+      kind: 'postgres',
+      async migrate() {
+        // A session lock needs one connection for the lock and the migration alike.
+        const single = postgres(options.databaseUrl!, { max: 1, connect_timeout: options.connectTimeout ?? 5, onnotice: () => {} })
+        try {
+          await single`select pg_advisory_lock(${MIGRATION_LOCK})`
+          await migratePostgres(drizzlePostgres(single, { schema }), { migrationsFolder })
+        } finally {
+          await single.end({ timeout: 5 })
+        }
+      },
+      close: () => client.end({ timeout: 5 }),
+    }
+  }
+  if (options.dataDir) await mkdir(options.dataDir, { recursive: true })
+  const client = new PGlite(options.dataDir)
+  const db = drizzlePglite(client, { schema }) as unknown as Database
+  return {
+    db,
+    kind: 'pglite',
+    migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
+    close: () => client.close(),
+  }
+}
+
+/** A cheap round trip, for /readyz. */
+export async function ping(db: Database): Promise<void> {
+  await db.execute(sql`select 1`)
+}

@@ -1,0 +1,143 @@
+// The tables. Column keys are spelled as in the API and the SQL (snake_case). The database
+// enforces the invariants itself: cascading foreign keys, and unique indexes for a slug per
+// project, an email per program, a tester token and a key hash.
+import { sql } from 'drizzle-orm'
+import { boolean, check, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+
+const timestamptz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date', precision: 3 })
+
+export const projects = pgTable(
+  'projects',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    plan: text('plan', { enum: ['free', 'pro'] }).notNull().default('free'),
+    beta_enabled: boolean('beta_enabled').notNull().default(false),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+  },
+  (t) => [check('projects_plan_check', sql`${t.plan} in ('free', 'pro')`)],
+)
+
+export const api_keys = pgTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    /** SHA-256 of the whole key, hex. The key itself is never stored. */
+    key_hash: text('key_hash').notNull(),
+    prefix: text('prefix').notNull(),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+    revoked_at: timestamptz('revoked_at'),
+  },
+  (t) => [uniqueIndex('api_keys_key_hash_key').on(t.key_hash), index('api_keys_project_id_idx').on(t.project_id)],
+)
+
+export const beta_programs = pgTable(
+  'beta_programs',
+  {
+    id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    version: text('version'),
+    slug: text('slug').notNull(),
+    summary: text('summary'),
+    access_url: text('access_url'),
+    access_instructions: text('access_instructions'),
+    status: text('status', { enum: ['draft', 'active', 'closed'] }).notNull().default('draft'),
+    allow_public_signup: boolean('allow_public_signup').notNull().default(false),
+    feedback_deadline: timestamptz('feedback_deadline'),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('beta_programs_project_slug_key').on(t.project_id, t.slug),
+    index('beta_programs_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+    index('beta_programs_project_status_created_idx').on(t.project_id, t.status, t.created_at.desc(), t.id.desc()),
+    check('beta_programs_status_check', sql`${t.status} in ('draft', 'active', 'closed')`),
+  ],
+)
+
+export const beta_testers = pgTable(
+  'beta_testers',
+  {
+    id: text('id').primaryKey(),
+    beta_program_id: text('beta_program_id')
+      .notNull()
+      .references(() => beta_programs.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(),
+    token: text('token').notNull(),
+    source: text('source', { enum: ['invite'] }).notNull().default('invite'),
+    status: text('status', { enum: ['invited', 'joined', 'declined', 'revoked'] }).notNull().default('invited'),
+    end_user_id: text('end_user_id'),
+    invited_at: timestamptz('invited_at').notNull().defaultNow(),
+    joined_at: timestamptz('joined_at'),
+  },
+  (t) => [
+    uniqueIndex('beta_testers_program_email_key').on(t.beta_program_id, t.email),
+    uniqueIndex('beta_testers_token_key').on(t.token),
+    index('beta_testers_program_invited_idx').on(t.beta_program_id, t.invited_at.desc(), t.id.desc()),
+    index('beta_testers_program_status_invited_idx').on(t.beta_program_id, t.status, t.invited_at.desc(), t.id.desc()),
+    check('beta_testers_status_check', sql`${t.status} in ('invited', 'joined', 'declined', 'revoked')`),
+  ],
+)
+
+export const beta_feedback = pgTable(
+  'beta_feedback',
+  {
+    id: text('id').primaryKey(),
+    beta_program_id: text('beta_program_id')
+      .notNull()
+      .references(() => beta_programs.id, { onDelete: 'cascade' }),
+    beta_tester_id: text('beta_tester_id')
+      .notNull()
+      .references(() => beta_testers.id, { onDelete: 'cascade' }),
+    body: text('body').notNull(),
+    rating: integer('rating'),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('beta_feedback_program_idx').on(t.beta_program_id, t.created_at.desc(), t.id.desc()),
+    index('beta_feedback_tester_idx').on(t.beta_tester_id),
+    check('beta_feedback_rating_check', sql`${t.rating} between 1 and 5`),
+  ],
+)
+
+export const changelog_entries = pgTable(
+  'changelog_entries',
+  {
+    id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    title: text('title').notNull(),
+    body: text('body').notNull().default(''),
+    labels: text('labels').array().notNull().default(sql`'{}'::text[]`),
+    version: text('version').notNull().default('1.0.0'),
+    /** The base locale, in canonical case. */
+    locale: text('locale').notNull().default('en'),
+    published_at: timestamptz('published_at'),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+    updated_at: timestamptz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('changelog_entries_project_published_idx').on(t.project_id, t.published_at.desc(), t.id.desc())],
+)
+
+export const changelog_translations = pgTable(
+  'changelog_translations',
+  {
+    entry_id: text('entry_id')
+      .notNull()
+      .references(() => changelog_entries.id, { onDelete: 'cascade' }),
+    /** lower(locale): translations are matched ignoring case. */
+    locale_key: text('locale_key').notNull(),
+    locale: text('locale').notNull(),
+    title: text('title').notNull(),
+    body: text('body').notNull().default(''),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+    updated_at: timestamptz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.entry_id, t.locale_key] })],
+)

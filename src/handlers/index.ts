@@ -1,0 +1,33 @@
+import type { HandlerMap } from '../http/types.js'
+import * as admin from './admin.js'
+import * as programs from './beta-programs.js'
+import * as testers from './beta-testers.js'
+import * as changelog from './changelog.js'
+import * as ops from './ops.js'
+
+/** One handler per operationId of openapi.yaml; the compiler names any that is missing. */
+export const handlers = {
+  listBetaPrograms: programs.listBetaPrograms,
+  createBetaProgram: programs.createBetaProgram,
+  getBetaProgram: programs.getBetaProgram,
+  updateBetaProgram: programs.updateBetaProgram,
+  deleteBetaProgram: programs.deleteBetaProgram,
+  listBetaTesters: testers.listBetaTesters,
+  enrollBetaTester: testers.enrollBetaTester,
+  getBetaTester: testers.getBetaTester,
+  deleteBetaTester: testers.deleteBetaTester,
+  listChangelogEntries: changelog.listChangelogEntries,
+  createChangelogEntry: changelog.createChangelogEntry,
+  getChangelogEntry: changelog.getChangelogEntry,
+  updateChangelogEntry: changelog.updateChangelogEntry,
+  deleteChangelogEntry: changelog.deleteChangelogEntry,
+  adminCreateProject: admin.adminCreateProject,
+  adminGetProject: admin.adminGetProject,
+  adminUpdateProject: admin.adminUpdateProject,
+  adminCreateApiKey: admin.adminCreateApiKey,
+  adminRevokeApiKey: admin.adminRevokeApiKey,
+  getHealth: ops.getHealth,
+  getReady: ops.getReady,
+  getOpenApiJson: ops.getOpenApiJson,
+  getOpenApiYaml: ops.getOpenApiYaml,
+} satisfies HandlerMap

@@ -1,0 +1,19 @@
+import type { Handler } from '../http/types.js'
+
+export const getHealth: Handler<'getHealth'> = async () => ({ status: 200, body: { status: 'ok' } })
+
+export const getReady: Handler<'getReady'> = async (_request, ctx) => {
+  await ctx.ping()
+  return { status: 200, body: { status: 'ok' } }
+}
+
+export const getOpenApiJson: Handler<'getOpenApiJson'> = async (_request, ctx) => ({
+  status: 200,
+  body: ctx.spec.json as { openapi: string; info: Record<string, never> },
+})
+
+export const getOpenApiYaml: Handler<'getOpenApiYaml'> = async (_request, ctx) => ({
+  status: 200,
+  body: ctx.spec.yaml,
+  headers: { 'content-type': 'application/yaml; charset=utf-8' },
+})

@@ -1,0 +1,137 @@
+// Errors leave by one door: everything thrown in a request ends in sendProblem(), which writes
+// an RFC 9457 problem+json body with a stable `code` and the request id, and never a stack,
+// SQL text or a driver message.
+import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { components } from '../../generated/api.js'
+
+export type Problem = components['schemas']['Problem']
+export type ErrorCode = Problem['code']
+export type FieldError = NonNullable<Problem['errors']>[number]
+
+const STATUS: Record<ErrorCode, number> = {
+  validation_failed: 400,
+  invalid_json: 400,
+  unauthorized: 401,
+  plan_required: 403,
+  beta_disabled: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  invalid_transition: 409,
+  program_closed: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  not_implemented: 501,
+  unavailable: 503,
+}
+
+export class ApiError extends Error {
+  readonly status: number
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail)
+    this.status = STATUS[code]
+  }
+}
+
+export const notFound = (what: string) => new ApiError('not_found', `No ${what} with that id.`)
+
+/** A single-field validation failure found by a rule the schema cannot express. */
+export function invalidField(part: FieldError['in'], path: string, message: string): ApiError {
+  return new ApiError('validation_failed', `${part}${path} ${message}`, { errors: [{ in: part, path, message }] })
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  const body: Problem = {
+    type: 'about:blank',
+    title: STATUS_CODES[error.status] ?? 'Error',
+    status: error.status,
+    code: error.code,
+    detail: error.detail,
+    ...(error.options.errors ? { errors: error.options.errors } : {}),
+    request_id: request.id,
+  }
+  if (error.options.headers) reply.headers(error.options.headers)
+  return reply.code(error.status).type('application/problem+json').send(body)
+}
+
+// SQLSTATE classes and driver codes that mean "the database is not there", not "the query was
+// wrong": 08 connection exceptions, 57P0x shutdown / cannot connect now, 53300 too many clients.
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|53300)/
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
+
+export function isUnavailable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string' && (UNAVAILABLE_ERRNO.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true
+    if (e instanceof Error && /PGlite is closed/.test(e.message)) return true
+  }
+  return false
+}
+
+const PART: Record<string, FieldError['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
+
+interface AjvError {
+  instancePath: string
+  keyword: string
+  message?: string
+  params: Record<string, unknown>
+  parentSchema?: { description?: string }
+}
+
+function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
+  return errors.map((e) => {
+    let path = e.instancePath
+    let message = e.message ?? 'is invalid'
+    if (e.keyword === 'required') path += `/${String(e.params.missingProperty)}`
+    if (e.keyword === 'additionalProperties') {
+      path += `/${String(e.params.additionalProperty)}`
+      message = part === 'body' ? 'is not a field of this request body' : 'is not a parameter of this operation'
+    }
+    if (e.keyword === 'pattern' || e.keyword === 'format') {
+      const description = e.parentSchema?.description?.trim()
+      message = description ? `is invalid: ${description.split('\n')[0]}` : message
+    }
+    return { in: part, path, message }
+  })
+}
+
+/** Maps what Fastify, AJV, the drivers or our own code threw to one ApiError. */
+export function toApiError(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): ApiError {
+  if (error instanceof ApiError) return error
+  if (error.validation) {
+    const part = PART[error.validationContext ?? 'body'] ?? 'body'
+    const errors = fieldErrors(part, error.validation)
+    const first = errors[0]
+    return new ApiError('validation_failed', first ? `${first.in}${first.path} ${first.message}` : 'The request is invalid.', { errors })
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return error.statusCode === 415
+        ? new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
+        : new ApiError('validation_failed', 'The Content-Length header does not match the body.')
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large', 'The body is over 1048576 bytes.')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('invalid_json', 'The body is not valid JSON.')
+  }
+  if (isUnavailable(error)) {
+    return new ApiError('unavailable', 'The database is unavailable; retry shortly.', { headers: { 'retry-after': '2' } })
+  }
+  // Anything else a client could have caused carries a 4xx statusCode from Fastify
+  // (a malformed URL, say). Everything without one is ours.
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+    if (error.statusCode === 413) return new ApiError('payload_too_large', 'The body is over 1048576 bytes.')
+    if (error.statusCode === 415) return new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
+    if (error.statusCode === 404) return new ApiError('not_found', 'No such resource.')
+    return new ApiError('validation_failed', 'The request could not be parsed.')
+  }
+  return new ApiError('internal_error', 'An unexpected error occurred; quote the request_id when reporting it.')
+}

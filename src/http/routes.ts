@@ -1,0 +1,62 @@
+// The spec defines every route: each operation in generated/routes.ts becomes one Fastify
+// route with the schemas of openapi.yaml, served by the handler of the same operationId.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { routes, type RouteSpec } from '../../generated/routes.js'
+import { ApiError } from './errors.js'
+import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
+
+const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
+
+export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: HandlerMap): void {
+  for (const route of routes) {
+    if (isPluginOperation(route.operationId)) continue
+    // Each handler is typed by its own operation; here they are all called alike.
+    const handler = handlers[route.operationId] as unknown as (
+      request: ApiRequest<OperationId>,
+      ctx: AppContext,
+    ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
+    app.route({
+      method: route.method,
+      url: route.url,
+      config: { route },
+      schema: {
+        params: route.schema.params,
+        querystring: route.schema.querystring,
+        ...(route.schema.body ? { body: route.schema.body } : {}),
+        // Response schemas compile the serializer; tests validate responses against the spec.
+        response: route.schema.response,
+      },
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
+        if (result.headers) reply.headers(result.headers)
+        reply.code(result.status)
+        return result.status === 204 ? reply.send() : reply.send(result.body)
+      },
+    })
+  }
+}
+
+/** Path templates as regular expressions, to tell a wrong method (405) from an unknown path (404). */
+const templates = [...new Set(routes.map((r) => r.path))].map((path) => ({
+  regex: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  methods: routes.filter((r) => r.path === path).map((r) => r.method),
+}))
+
+export function allowedMethods(pathname: string): string[] | undefined {
+  const match = templates.find((t) => t.regex.test(pathname))
+  if (!match) return undefined
+  return match.methods.includes('GET') ? [...match.methods, 'HEAD'] : match.methods
+}
+
+export function notFoundOrNotAllowed(request: FastifyRequest): ApiError {
+  const pathname = request.url.split('?')[0]!
+  const allow = allowedMethods(pathname)
+  if (allow && !allow.includes(request.method)) {
+    return new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allow.join(', ')}.`, {
+      headers: { allow: allow.join(', ') },
+    })
+  }
+  return new ApiError('not_found', 'No such resource.')
+}
+
+export type { RouteSpec }

@@ -1,0 +1,61 @@
+// Handler types come from the generated operations, so a field renamed in openapi.yaml breaks
+// the build here instead of breaking a client.
+import type { FastifyBaseLogger } from 'fastify'
+import type { operations } from '../../generated/api.js'
+import type { OperationId } from '../../generated/routes.js'
+import type { Config } from '../config.js'
+import type { Database } from '../db/client.js'
+import type { Repos } from '../db/repos/index.js'
+
+export type { OperationId }
+type Op<K extends OperationId> = operations[K]
+
+type Defined<T> = [T] extends [never] ? Record<string, never> : [T] extends [undefined] ? Record<string, never> : NonNullable<T>
+export type PathParams<K extends OperationId> = Defined<Op<K>['parameters']['path']>
+export type Query<K extends OperationId> = Defined<Op<K>['parameters']['query']>
+export type Body<K extends OperationId> = Op<K> extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined
+
+type SuccessStatus = 200 | 201 | 204
+type Content<R> = R extends { content: infer C } ? C[keyof C] : undefined
+export type Reply<K extends OperationId> = {
+  [S in keyof Op<K>['responses'] & SuccessStatus]: {
+    status: S
+    body: Content<Op<K>['responses'][S]>
+    headers?: Record<string, string>
+  }
+}[keyof Op<K>['responses'] & SuccessStatus]
+
+/** The project an API key belongs to, as the guard found it for this request. */
+export interface Principal {
+  projectId: string
+  plan: 'free' | 'pro'
+  betaEnabled: boolean
+}
+
+export interface ApiRequest<K extends OperationId> {
+  id: string
+  params: PathParams<K>
+  query: Query<K>
+  body: Body<K>
+  /** Set on every operation secured by an API key; undefined on admin and ops operations. */
+  principal: Principal
+  log: FastifyBaseLogger
+}
+
+export interface AppContext {
+  config: Config
+  db: Database
+  repos: Repos
+  /** The published OpenAPI document, parsed and as the original YAML text. */
+  spec: { json: object; yaml: string }
+  ping(): Promise<void>
+}
+
+export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>
+
+/** Operations a plugin serves instead of a handler of ours, with the reason. */
+export const PLUGIN_OPERATIONS = {
+  getApiReference: '@scalar/fastify-api-reference renders /docs/ from the published document',
+} as const satisfies Partial<Record<OperationId, string>>
+export type HandledOperationId = Exclude<OperationId, keyof typeof PLUGIN_OPERATIONS>
+export type HandlerMap = { [K in HandledOperationId]: Handler<K> }

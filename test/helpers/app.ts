@@ -1,0 +1,89 @@
+// Test setup: an app on the shared test database, projects made through the repository, and
+// `call()`, which sends a request with app.inject and checks the response against the spec.
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import t, { type Test } from 'tap'
+import { buildApp } from '../../src/app.js'
+import { defaults, type Config } from '../../src/config.js'
+import { makeRepos } from '../../src/db/repos/index.js'
+import { testDatabase } from './db.js'
+import { specProblems } from './spec-check.js'
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789'
+
+let sharedApp: Promise<FastifyInstance> | undefined
+
+/** An app with the test configuration; one per process unless `config` asks for another. */
+export function testApp(config: Partial<Config> = {}): Promise<FastifyInstance> {
+  const build = async () => {
+    const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, ...config }, await testDatabase())
+    await app.ready()
+    return app
+  }
+  if (Object.keys(config).length) {
+    const app = build()
+    t.teardown(async () => (await app).close())
+    return app
+  }
+  if (!sharedApp) {
+    sharedApp = build()
+    t.teardown(async () => (await sharedApp!).close())
+  }
+  return sharedApp
+}
+
+export interface TestProject {
+  id: string
+  key: string
+}
+
+/** A fresh project of its own for one test: Pro with beta on unless told otherwise. */
+export async function createProject(options: { plan?: 'free' | 'pro'; beta?: boolean; name?: string } = {}): Promise<TestProject> {
+  const repos = makeRepos((await testDatabase()).db)
+  const { project, apiKey } = await repos.projects.create({
+    name: options.name ?? 'Test project',
+    plan: options.plan ?? 'pro',
+    beta_enabled: options.beta ?? true,
+  })
+  return { id: project.id, key: apiKey }
+}
+
+export interface CallOptions {
+  method?: InjectOptions['method']
+  url: string
+  /** An API key (or any bearer token); omitted sends no Authorization header. */
+  key?: string
+  body?: unknown
+  headers?: Record<string, string>
+}
+
+export interface CallResult {
+  status: number
+  headers: Record<string, string | string[] | number | undefined>
+  raw: string
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  json: any
+}
+
+/**
+ * Sends one request and fails the current test when the response does not match openapi.yaml.
+ * An object `body` is sent as JSON; a string body is sent as it is (malformed JSON, say).
+ */
+export async function call(tt: Test, app: FastifyInstance, options: CallOptions): Promise<CallResult> {
+  const method = options.method ?? 'GET'
+  const headers: Record<string, string> = { ...(options.key ? { authorization: `Bearer ${options.key}` } : {}), ...options.headers }
+  let payload: string | undefined
+  if (options.body !== undefined) {
+    if (headers['content-type'] === undefined) headers['content-type'] = 'application/json'
+    payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+  }
+  const res = await app.inject({ method, url: options.url, headers, payload })
+  const problems = specProblems(method, options.url, { statusCode: res.statusCode, headers: res.headers, body: res.body })
+  tt.same(problems, [], `${method} ${options.url} → ${res.statusCode} matches openapi.yaml`)
+  let json: unknown
+  try {
+    json = res.body ? JSON.parse(res.body) : undefined
+  } catch {
+    json = undefined
+  }
+  return { status: res.statusCode, headers: res.headers, raw: res.body, json }
+}

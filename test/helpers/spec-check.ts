@@ -1,0 +1,91 @@
+// Checks a response against openapi.yaml: the status is documented for the operation, the
+// content type is the documented one, and the body validates against its schema. Every
+// response a test receives goes through here, so the spec can never lie about the server.
+import { readFileSync } from 'node:fs'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import formats from 'ajv-formats'
+import { parse } from 'yaml'
+import { isDateTime } from '../../src/http/validation.js'
+
+type AnyObject = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export const spec = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as AnyObject
+
+const ajv = new Ajv2020({ strict: false, allErrors: true })
+formats.default(ajv, { mode: 'full', formats: ['uri', 'email'] })
+ajv.addFormat('date-time', { type: 'string', validate: isDateTime })
+ajv.addSchema(spec, 'openapi')
+
+const operations = Object.entries(spec.paths as AnyObject).map(([path, item]) => ({
+  path,
+  regex: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  item: item as AnyObject,
+}))
+
+function resolve(node: AnyObject): AnyObject {
+  while (node && typeof node.$ref === 'string') {
+    node = node.$ref
+      .slice(2)
+      .split('/')
+      .reduce((n: AnyObject, part: string) => n[part.replace(/~1/g, '/').replace(/~0/g, '~')], spec)
+  }
+  return node
+}
+
+function pointer(node: AnyObject): string {
+  // A $ref into the document, for AJV to resolve against the registered schema.
+  return `openapi#${node.$ref ? node.$ref.slice(1) : ''}`
+}
+
+export interface CheckedResponse {
+  statusCode: number
+  headers: Record<string, unknown>
+  body: string
+}
+
+/** The problems found with a response to `method url`; empty when it matches the spec. */
+export function specProblems(method: string, url: string, res: CheckedResponse): string[] {
+  const problems: string[] = []
+  const pathname = url.split('?')[0]!
+  const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim()
+  if (!res.headers['x-request-id']) problems.push('no X-Request-Id header')
+  const match = operations.find((o) => o.regex.test(pathname))
+  const op = match?.item[(method === 'HEAD' ? 'GET' : method).toLowerCase()] as AnyObject | undefined
+  if (!op) {
+    // Not an operation of the spec: only a 404 or 405 problem is acceptable.
+    if (![404, 405].includes(res.statusCode)) problems.push(`${method} ${pathname} is not in the spec but answered ${res.statusCode}`)
+    if (contentType !== 'application/problem+json') problems.push(`unknown route answered ${contentType}`)
+    if (res.statusCode === 405 && !res.headers.allow) problems.push('405 without Allow')
+    return problems
+  }
+  const documented = op.responses[String(res.statusCode)] ?? op.responses.default
+  if (!documented) return [`${op.operationId}: status ${res.statusCode} is not documented`]
+  const response = resolve(documented)
+  if (res.statusCode === 401 && res.headers['www-authenticate'] !== 'Bearer') problems.push('401 without WWW-Authenticate: Bearer')
+  if (!response.content) {
+    if (res.body !== '') problems.push(`${op.operationId} ${res.statusCode}: documented without a body but sent one`)
+    return problems
+  }
+  const media = response.content[contentType]
+  if (!media) {
+    problems.push(`${op.operationId} ${res.statusCode}: content type ${contentType} is not documented (${Object.keys(response.content).join(', ')})`)
+    return problems
+  }
+  if (method === 'HEAD' || !contentType.endsWith('json')) return problems
+  let body: unknown
+  try {
+    body = JSON.parse(res.body)
+  } catch {
+    return [...problems, `${op.operationId} ${res.statusCode}: body is not JSON`]
+  }
+  const schemaRef = media.schema.$ref ? pointer(media.schema) : undefined
+  const validate = schemaRef ? ajv.getSchema(schemaRef) : ajv.compile(media.schema)
+  if (!validate) return [...problems, `cannot compile schema ${schemaRef}`]
+  if (!validate(body)) {
+    for (const e of validate.errors ?? []) problems.push(`${op.operationId} ${res.statusCode}: ${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`)
+  }
+  if (contentType === 'application/problem+json' && (body as AnyObject).status !== res.statusCode) {
+    problems.push(`problem status ${(body as AnyObject).status} differs from HTTP ${res.statusCode}`)
+  }
+  return problems
+}
