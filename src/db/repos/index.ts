@@ -1,10 +1,16 @@
 import type { Database } from '../client.js'
+import { changelogRepo } from './changelog.js'
+import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
+import { testersRepo } from './testers.js'
 
 /** Every query of the service, bound to one database. Handlers reach the database only here. */
 export function makeRepos(db: Database) {
   return {
     projects: projectsRepo(db),
+    programs: programsRepo(db),
+    testers: testersRepo(db),
+    changelog: changelogRepo(db),
   }
 }
 
