@@ -46,7 +46,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     },
     bodyLimit: BODY_LIMIT,
     routerOptions: { maxParamLength: 200 },
+    // Errors found before routing (a URL that cannot be decoded) skip the hooks: set the id here.
     frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id)
       sendProblem(request, reply, toApiError(error as FastifyError))
     },
   })

@@ -1,4 +1,4 @@
-import { and, count, eq, isNull } from 'drizzle-orm'
+import { and, count, eq, isNull, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { apiKeyPrefix, hashApiKey, newApiKey } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
@@ -52,7 +52,7 @@ export function projectsRepo(db: Database) {
     async revokeKey(projectId: string, keyId: string): Promise<boolean> {
       const [row] = await db
         .update(api_keys)
-        .set({ revoked_at: new Date() })
+        .set({ revoked_at: sql`coalesce(${api_keys.revoked_at}, now())` })
         .where(and(eq(api_keys.project_id, projectId), eq(api_keys.id, keyId)))
         .returning({ id: api_keys.id })
       return row !== undefined
