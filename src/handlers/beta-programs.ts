@@ -1,7 +1,105 @@
-import { notImplemented } from './not-implemented.js'
+import type { ProgramFields, ProgramPatch, ProgramRow } from '../db/repos/programs.js'
+import { isId } from '../domain/ids.js'
+import { slugify } from '../domain/slug.js'
+import { ApiError, invalidField, notFound } from '../http/errors.js'
+import type { Handler } from '../http/types.js'
+import { iso, isoOrNull, type Schemas } from './records.js'
 
-export const listBetaPrograms = notImplemented('listBetaPrograms')
-export const createBetaProgram = notImplemented('createBetaProgram')
-export const getBetaProgram = notImplemented('getBetaProgram')
-export const updateBetaProgram = notImplemented('updateBetaProgram')
-export const deleteBetaProgram = notImplemented('deleteBetaProgram')
+export function programRecord(row: ProgramRow): Schemas['BetaProgram'] {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    name: row.name,
+    version: row.version ?? null,
+    slug: row.slug,
+    summary: row.summary ?? null,
+    access_url: row.access_url ?? null,
+    access_instructions: row.access_instructions ?? null,
+    status: row.status,
+    allow_public_signup: row.allow_public_signup,
+    feedback_deadline: isoOrNull(row.feedback_deadline),
+    created_at: iso(row.created_at),
+  }
+}
+
+/** A path id of another kind or shape is a 404 without asking the database. */
+export function programId(id: string): string {
+  if (!isId('bp', id)) throw notFound('beta program')
+  return id
+}
+
+/** One page of a list: the repository fetched `limit + 1` rows, the extra one only says there is more. */
+export function page<Row, Item>(rows: Row[], limit: number, offset: number, toRecord: (row: Row) => Item) {
+  return { data: rows.slice(0, limit).map(toRecord), pagination: { limit, offset, has_more: rows.length > limit } }
+}
+
+const EARLIEST = Date.UTC(1, 0, 1)
+const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
+// The schema guarantees a parseable timestamp with a zone; a year 0001 or 9999 near the edge can
+// still leave years 1..9999 once moved to UTC, which the database or the response format refuse.
+function inputTimestamp(path: string, value: string): Date {
+  const date = new Date(value.toUpperCase())
+  const time = date.getTime()
+  if (!(time >= EARLIEST && time <= LATEST)) throw invalidField('body', path, 'must be between years 0001 and 9999 in UTC')
+  return date
+}
+
+const deadline = (value: string | null) => (value === null ? null : inputTimestamp('/feedback_deadline', value))
+
+export const createBetaProgram: Handler<'createBetaProgram'> = async ({ body, principal }, { repos }) => {
+  const name = body.name.trim()
+  // The schema's defaults are documentation only: bodies are validated as sent, so they are applied here.
+  const fields: ProgramFields = {
+    name,
+    version: body.version ?? null,
+    summary: body.summary ?? null,
+    access_url: body.access_url ?? null,
+    access_instructions: body.access_instructions ?? null,
+    status: body.status ?? 'draft',
+    allow_public_signup: body.allow_public_signup ?? false,
+    feedback_deadline: deadline(body.feedback_deadline ?? null),
+  }
+  const row = await repos.programs.create(principal.projectId, slugify(name), fields)
+  return { status: 201, body: { data: programRecord(row) }, headers: { location: `/v1/beta/programs/${row.id}` } }
+}
+
+export const getBetaProgram: Handler<'getBetaProgram'> = async ({ params, principal }, { repos }) => {
+  const row = await repos.programs.get(principal.projectId, programId(params.id))
+  if (!row) throw notFound('beta program')
+  return { status: 200, body: { data: programRecord(row) } }
+}
+
+export const listBetaPrograms: Handler<'listBetaPrograms'> = async ({ query, principal }, { repos }) => {
+  const limit = query.limit ?? 25
+  const offset = query.offset ?? 0
+  const rows = await repos.programs.list(principal.projectId, { status: query.status, limit: limit + 1, offset })
+  return { status: 200, body: page(rows, limit, offset, programRecord) }
+}
+
+export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, body, principal }, { repos }) => {
+  const patch: ProgramPatch = {
+    ...(body.name !== undefined ? { name: body.name.trim() } : {}),
+    ...(body.version !== undefined ? { version: body.version } : {}),
+    ...(body.summary !== undefined ? { summary: body.summary } : {}),
+    ...(body.access_url !== undefined ? { access_url: body.access_url } : {}),
+    ...(body.access_instructions !== undefined ? { access_instructions: body.access_instructions } : {}),
+    ...(body.status !== undefined ? { status: body.status } : {}),
+    ...(body.allow_public_signup !== undefined ? { allow_public_signup: body.allow_public_signup } : {}),
+    ...(body.feedback_deadline !== undefined ? { feedback_deadline: deadline(body.feedback_deadline) } : {}),
+  }
+  const result = await repos.programs.update(principal.projectId, programId(params.id), patch)
+  switch (result.outcome) {
+    case 'updated':
+      return { status: 200, body: { data: programRecord(result.row) } }
+    case 'not_found':
+      throw notFound('beta program')
+    case 'invalid_transition':
+      throw new ApiError('invalid_transition', `A ${result.from} program cannot become ${patch.status}.`)
+  }
+}
+
+export const deleteBetaProgram: Handler<'deleteBetaProgram'> = async ({ params, principal }, { repos }) => {
+  if (!(await repos.programs.delete(principal.projectId, programId(params.id)))) throw notFound('beta program')
+  return { status: 204, body: undefined }
+}

@@ -1,6 +1,74 @@
-import { notImplemented } from './not-implemented.js'
+import type { TesterRow } from '../db/repos/testers.js'
+import { isId } from '../domain/ids.js'
+import { ApiError, invalidField, notFound } from '../http/errors.js'
+import type { Handler } from '../http/types.js'
+import { page, programId } from './beta-programs.js'
+import { iso, isoOrNull, type Schemas } from './records.js'
 
-export const listBetaTesters = notImplemented('listBetaTesters')
-export const enrollBetaTester = notImplemented('enrollBetaTester')
-export const getBetaTester = notImplemented('getBetaTester')
-export const deleteBetaTester = notImplemented('deleteBetaTester')
+export function testerRecord(row: TesterRow): Schemas['BetaTester'] {
+  return {
+    id: row.id,
+    beta_program_id: row.beta_program_id,
+    email: row.email,
+    token: row.token,
+    source: row.source,
+    status: row.status,
+    end_user_id: row.end_user_id ?? null,
+    invited_at: iso(row.invited_at),
+    joined_at: isoOrNull(row.joined_at),
+  }
+}
+
+const testerId = (id: string) => {
+  if (!isId('bt', id)) throw notFound('beta tester')
+  return id
+}
+
+const MAX_EMAIL_LENGTH = 254
+
+/** Trimmed and lowercased: the form enrollment is idempotent on. */
+function normaliseEmail(email: string): string {
+  const normalised = email.trim().toLowerCase()
+  // Lowercasing can lengthen a string ('İ' becomes 'i' and a combining dot), past what the schema checked.
+  if ([...normalised].length > MAX_EMAIL_LENGTH) throw invalidField('body', '/email', `must NOT have more than ${MAX_EMAIL_LENGTH} characters`)
+  return normalised
+}
+
+export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, body, principal }, { repos }) => {
+  const email = normaliseEmail(body.email)
+  const pid = programId(params.program_id)
+  const result = await repos.testers.enroll(principal.projectId, pid, email)
+  switch (result.outcome) {
+    case 'created':
+      return {
+        status: 201,
+        body: { data: testerRecord(result.row) },
+        headers: { location: `/v1/beta/programs/${pid}/testers/${result.row.id}` },
+      }
+    case 'existing':
+      return { status: 200, body: { data: testerRecord(result.row) } }
+    case 'program_not_found':
+      throw notFound('beta program')
+    case 'program_closed':
+      throw new ApiError('program_closed', 'The program is closed; reopen it to enroll testers.')
+  }
+}
+
+export const listBetaTesters: Handler<'listBetaTesters'> = async ({ params, query, principal }, { repos }) => {
+  const limit = query.limit ?? 25
+  const offset = query.offset ?? 0
+  const rows = await repos.testers.list(principal.projectId, programId(params.program_id), { status: query.status, limit: limit + 1, offset })
+  if (!rows) throw notFound('beta program')
+  return { status: 200, body: page(rows, limit, offset, testerRecord) }
+}
+
+export const getBetaTester: Handler<'getBetaTester'> = async ({ params, principal }, { repos }) => {
+  const row = await repos.testers.get(principal.projectId, programId(params.program_id), testerId(params.id))
+  if (!row) throw notFound('beta tester')
+  return { status: 200, body: { data: testerRecord(row) } }
+}
+
+export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, principal }, { repos }) => {
+  if (!(await repos.testers.delete(principal.projectId, programId(params.program_id), testerId(params.id)))) throw notFound('beta tester')
+  return { status: 204, body: undefined }
+}

@@ -1,6 +1,108 @@
+import { and, desc, eq, inArray, like, or } from 'drizzle-orm'
+import { newId } from '../../domain/ids.js'
+import { canTransition, statusesAllowedInto, type ProgramStatus } from '../../domain/program-status.js'
+import { firstFreeSlug } from '../../domain/slug.js'
 import type { Database } from '../client.js'
+import { beta_programs } from '../schema.js'
+
+export type ProgramRow = typeof beta_programs.$inferSelect
+/** What a client may set; the rest (id, project, slug, created_at) is the server's. */
+export type ProgramFields = Pick<
+  ProgramRow,
+  'name' | 'version' | 'summary' | 'access_url' | 'access_instructions' | 'status' | 'allow_public_signup' | 'feedback_deadline'
+>
+export type ProgramPatch = Partial<ProgramFields>
+export type ProgramUpdate =
+  | { outcome: 'updated'; row: ProgramRow }
+  | { outcome: 'not_found' }
+  | { outcome: 'invalid_transition'; from: ProgramStatus }
+
+// Each lost race means another create of the same slug committed, so every round lets at
+// least one concurrent create through; this bounds the rounds far above any real burst.
+const SLUG_ATTEMPTS = 50
 
 export function programsRepo(db: Database) {
-  void db
-  return {}
+  const scoped = (projectId: string, id: string) => and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, id))
+
+  async function takenSlugs(projectId: string, base: string): Promise<Set<string>> {
+    // `base` is [a-z0-9-] only, so it holds no LIKE wildcard to escape.
+    const rows = await db
+      .select({ slug: beta_programs.slug })
+      .from(beta_programs)
+      .where(and(eq(beta_programs.project_id, projectId), or(eq(beta_programs.slug, base), like(beta_programs.slug, `${base}-%`))))
+    return new Set(rows.map((r) => r.slug))
+  }
+
+  async function get(projectId: string, id: string): Promise<ProgramRow | undefined> {
+    const [row] = await db.select().from(beta_programs).where(scoped(projectId, id))
+    return row
+  }
+
+  return {
+    /**
+     * Inserts the program under the first free of `baseSlug`, `baseSlug-2`, ... The unique
+     * index on (project_id, slug) settles races: a create that loses one reads again and
+     * takes the next free slug.
+     */
+    async create(projectId: string, baseSlug: string, fields: ProgramFields): Promise<ProgramRow> {
+      const lost = new Set<string>()
+      for (let attempt = 0; attempt < SLUG_ATTEMPTS; attempt++) {
+        const taken = await takenSlugs(projectId, baseSlug)
+        for (const slug of lost) taken.add(slug)
+        const slug = firstFreeSlug(baseSlug, taken)
+        const [row] = await db
+          .insert(beta_programs)
+          .values({ id: newId('bp'), project_id: projectId, slug, ...fields })
+          .onConflictDoNothing({ target: [beta_programs.project_id, beta_programs.slug] })
+          .returning()
+        if (row) return row
+        lost.add(slug)
+      }
+      throw new Error(`No free slug for "${baseSlug}" after ${SLUG_ATTEMPTS} attempts`)
+    },
+
+    get,
+
+    /** `limit` rows from `offset`, newest first; the caller asks for one more than a page. */
+    list(projectId: string, options: { status?: ProgramStatus; limit: number; offset: number }): Promise<ProgramRow[]> {
+      return db
+        .select()
+        .from(beta_programs)
+        .where(and(eq(beta_programs.project_id, projectId), options.status ? eq(beta_programs.status, options.status) : undefined))
+        .orderBy(desc(beta_programs.created_at), desc(beta_programs.id))
+        .limit(options.limit)
+        .offset(options.offset)
+    },
+
+    /**
+     * Applies the patch in one UPDATE whose WHERE also holds the status machine, so a
+     * concurrent status change cannot slip between the check and the write. When no row
+     * comes back, a read tells a missing program from a refused transition.
+     */
+    async update(projectId: string, id: string, patch: ProgramPatch): Promise<ProgramUpdate> {
+      const empty = Object.keys(patch).length === 0
+      for (let attempt = 0; ; attempt++) {
+        if (!empty) {
+          const [row] = await db
+            .update(beta_programs)
+            .set(patch)
+            .where(and(scoped(projectId, id), patch.status ? inArray(beta_programs.status, statusesAllowedInto(patch.status)) : undefined))
+            .returning()
+          if (row) return { outcome: 'updated', row }
+        }
+        const current = await get(projectId, id)
+        if (!current) return { outcome: 'not_found' }
+        if (empty) return { outcome: 'updated', row: current }
+        // The status changed between the two statements into one the move is allowed from: try again.
+        if (attempt < 2 && patch.status && canTransition(current.status, patch.status)) continue
+        return { outcome: 'invalid_transition', from: current.status }
+      }
+    },
+
+    /** Deletes the program; its testers and their feedback go with it (cascading keys). */
+    async delete(projectId: string, id: string): Promise<boolean> {
+      const rows = await db.delete(beta_programs).where(scoped(projectId, id)).returning({ id: beta_programs.id })
+      return rows.length > 0
+    },
+  }
 }

@@ -1,6 +1,89 @@
+import { and, desc, eq, exists } from 'drizzle-orm'
+import { newId } from '../../domain/ids.js'
+import { newTesterToken } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
+import { beta_programs, beta_testers } from '../schema.js'
+
+export type TesterRow = typeof beta_testers.$inferSelect
+export type TesterStatus = TesterRow['status']
+export type Enrollment =
+  | { outcome: 'created' | 'existing'; row: TesterRow }
+  | { outcome: 'program_not_found' }
+  | { outcome: 'program_closed' }
 
 export function testersRepo(db: Database) {
-  void db
-  return {}
+  const programOfProject = (projectId: string, programId: string) =>
+    db
+      .select({ id: beta_programs.id })
+      .from(beta_programs)
+      .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId)))
+
+  // Testers are reached only through a program of the project, in the same statement.
+  const inProgram = (projectId: string, programId: string) =>
+    and(eq(beta_testers.beta_program_id, programId), exists(programOfProject(projectId, programId)))
+  const ofProgram = (projectId: string, programId: string, id: string) => and(eq(beta_testers.id, id), inProgram(projectId, programId))
+
+  return {
+    /**
+     * Enrolls `email` (already trimmed and lowercased) on the program, idempotently: the
+     * unique index on (program, email) decides, never a read before the write. The program
+     * row is share-locked for the transaction, so it can neither close nor vanish between
+     * the status check and the insert.
+     */
+    enroll(projectId: string, programId: string, email: string): Promise<Enrollment> {
+      return db.transaction(async (trx) => {
+        const tx = trx as unknown as Database
+        const [program] = await tx
+          .select({ status: beta_programs.status })
+          .from(beta_programs)
+          .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId)))
+          .for('share')
+        if (!program) return { outcome: 'program_not_found' }
+        if (program.status === 'closed') return { outcome: 'program_closed' }
+        const [created] = await tx
+          .insert(beta_testers)
+          .values({ id: newId('bt'), beta_program_id: programId, email, token: newTesterToken(), source: 'invite', status: 'invited' })
+          .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
+          .returning()
+        if (created) return { outcome: 'created', row: created }
+        const [existing] = await tx
+          .select()
+          .from(beta_testers)
+          .where(and(eq(beta_testers.beta_program_id, programId), eq(beta_testers.email, email)))
+        return { outcome: 'existing', row: existing! }
+      })
+    },
+
+    /**
+     * `limit` rows from `offset`, most recently invited first (the caller asks for one more
+     * than a page); undefined when the program is not the project's.
+     */
+    async list(
+      projectId: string,
+      programId: string,
+      options: { status?: TesterStatus; limit: number; offset: number },
+    ): Promise<TesterRow[] | undefined> {
+      const rows = await db
+        .select()
+        .from(beta_testers)
+        .where(and(inProgram(projectId, programId), options.status ? eq(beta_testers.status, options.status) : undefined))
+        .orderBy(desc(beta_testers.invited_at), desc(beta_testers.id))
+        .limit(options.limit)
+        .offset(options.offset)
+      if (rows.length > 0) return rows
+      // An empty page of a real program, or no such program: only then is a second query needed.
+      return (await programOfProject(projectId, programId)).length > 0 ? rows : undefined
+    },
+
+    async get(projectId: string, programId: string, id: string): Promise<TesterRow | undefined> {
+      const [row] = await db.select().from(beta_testers).where(ofProgram(projectId, programId, id))
+      return row
+    },
+
+    /** Deletes the tester; its feedback goes with it (cascading key). */
+    async delete(projectId: string, programId: string, id: string): Promise<boolean> {
+      const rows = await db.delete(beta_testers).where(ofProgram(projectId, programId, id)).returning({ id: beta_testers.id })
+      return rows.length > 0
+    },
+  }
 }
