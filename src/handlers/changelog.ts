@@ -1,7 +1,107 @@
-import { notImplemented } from './not-implemented.js'
+import type { EntryPatch, EntryView } from '../db/repos/changelog.js'
+import { isId } from '../domain/ids.js'
+import { normalizeLabels } from '../domain/labels.js'
+import { canonicalLocale, sameLocale } from '../domain/locale.js'
+import { checkPublishingInput, decidePublishing, type PublishingDecision } from '../domain/publishing.js'
+import { ApiError, invalidField, notFound } from '../http/errors.js'
+import type { Handler } from '../http/types.js'
+import { iso, isoOrNull, type Schemas } from './records.js'
 
-export const listChangelogEntries = notImplemented('listChangelogEntries')
-export const createChangelogEntry = notImplemented('createChangelogEntry')
-export const getChangelogEntry = notImplemented('getChangelogEntry')
-export const updateChangelogEntry = notImplemented('updateChangelogEntry')
-export const deleteChangelogEntry = notImplemented('deleteChangelogEntry')
+export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
+  return {
+    id: view.id,
+    title: view.title,
+    body: view.body,
+    labels: view.labels,
+    published_at: isoOrNull(view.published_at),
+    locale: view.locale,
+    version: view.version,
+    created_at: iso(view.created_at),
+    updated_at: iso(view.updated_at),
+  }
+}
+
+const requireEntryId = (id: string): string => {
+  if (!isId('ch', id)) throw notFound('changelog entry')
+  return id
+}
+
+function labelsOrThrow(labels: string[]): string[] {
+  const result = normalizeLabels(labels)
+  if (!result.ok) throw invalidField('body', `/labels/${result.index}`, result.message)
+  return result.labels
+}
+
+function publishedAtOrThrow(decision: PublishingDecision) {
+  if (!decision.ok) throw invalidField('body', decision.path, decision.message)
+  return decision.published_at
+}
+
+const location = (id: string) => `/v1/changelog/${id}`
+
+export const listChangelogEntries: Handler<'listChangelogEntries'> = async ({ principal, query }, { repos }) => {
+  const limit = query.limit ?? 20
+  const offset = query.offset ?? 0
+  const { entries, hasMore } = await repos.changelog.list(principal.projectId, { locale: query.locale, limit, offset })
+  return { status: 200, body: { data: entries.map(changelogRecord), pagination: { limit, offset, has_more: hasMore } } }
+}
+
+export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ principal, body }, { repos }) => {
+  const labels = labelsOrThrow(body.labels ?? [])
+  // Nothing exists yet to compare with, so this process's clock judges "in the future"; the
+  // date written for "now" is still the database's.
+  const published_at = publishedAtOrThrow(decidePublishing(body, undefined, new Date())) ?? null
+  const entry = await repos.changelog.create(principal.projectId, {
+    title: body.title,
+    body: body.body ?? '',
+    labels,
+    version: body.version ?? '1.0.0',
+    locale: canonicalLocale(body.locale ?? 'en'),
+    published_at,
+  })
+  return { status: 201, body: { data: changelogRecord(entry) }, headers: { location: location(entry.id) } }
+}
+
+export const getChangelogEntry: Handler<'getChangelogEntry'> = async ({ principal, params, query }, { repos }) => {
+  const entry = await repos.changelog.get(principal.projectId, requireEntryId(params.id), query.locale)
+  if (!entry) throw notFound('changelog entry')
+  return { status: 200, body: { data: changelogRecord(entry) } }
+}
+
+export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ principal, params, body }, { repos }) => {
+  // Everything the body alone can be refused for is refused before the entry is looked up.
+  const labels = body.labels === undefined ? undefined : labelsOrThrow(body.labels)
+  publishedAtOrThrow(checkPublishingInput(body, new Date()))
+  const locale = body.locale === undefined ? undefined : canonicalLocale(body.locale)
+
+  const entry = await repos.changelog.update(principal.projectId, requireEntryId(params.id), locale, (current): EntryPatch => {
+    const published_at = publishedAtOrThrow(decidePublishing(body, current.entry, current.now))
+    const shared = {
+      ...(labels !== undefined ? { labels } : {}),
+      ...(body.version !== undefined ? { version: body.version } : {}),
+      ...(published_at !== undefined ? { published_at } : {}),
+    }
+    const content = { ...(body.title !== undefined ? { title: body.title } : {}), ...(body.body !== undefined ? { body: body.body } : {}) }
+    if (locale === undefined || sameLocale(locale, current.entry.locale)) return { entry: { ...shared, ...content } }
+    // A locale other than the base addresses a translation; naming one that does not exist yet
+    // creates it, and a translation has no title to fall back on.
+    if (!current.translation && content.title === undefined) {
+      throw invalidField('body', '/title', `is required to create the ${locale} translation`)
+    }
+    return { entry: shared, translation: { locale, ...content } }
+  })
+  if (!entry) throw notFound('changelog entry')
+  return { status: 200, body: { data: changelogRecord(entry) } }
+}
+
+export const deleteChangelogEntry: Handler<'deleteChangelogEntry'> = async ({ principal, params, query }, { repos }) => {
+  const id = requireEntryId(params.id)
+  if (query.locale !== undefined) {
+    if (!(await repos.changelog.deleteTranslation(principal.projectId, id, query.locale))) {
+      throw new ApiError('not_found', `No changelog entry with that id has a ${query.locale} translation.`)
+    }
+  } else if (!(await repos.changelog.delete(principal.projectId, id))) {
+    throw notFound('changelog entry')
+  }
+  return { status: 204, body: undefined }
+}

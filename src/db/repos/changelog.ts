@@ -1,6 +1,212 @@
+import { and, eq, lte, sql, type SQL } from 'drizzle-orm'
+import { newId } from '../../domain/ids.js'
+import { localeKey } from '../../domain/locale.js'
+import type { PublishedAt } from '../../domain/publishing.js'
 import type { Database } from '../client.js'
+import { changelog_entries, changelog_translations } from '../schema.js'
+
+export type EntryRow = typeof changelog_entries.$inferSelect
+export type TranslationRow = typeof changelog_translations.$inferSelect
+
+/** An entry as a reader sees it: in a translation's locale, title and body when one was asked for and exists. */
+export type EntryView = Pick<EntryRow, 'id' | 'title' | 'body' | 'labels' | 'published_at' | 'locale' | 'version' | 'created_at' | 'updated_at'>
+
+export interface NewEntry {
+  title: string
+  body: string
+  labels: string[]
+  version: string
+  locale: string
+  published_at: PublishedAt
+}
+
+/** What an update writes; every field absent is left as it is. */
+export interface EntryPatch {
+  entry: Partial<Pick<EntryRow, 'title' | 'body' | 'labels' | 'version'> & { published_at: PublishedAt }>
+  /** Title and body of a translation, written under `locale` (created when it does not exist). */
+  translation?: { locale: string; title?: string; body?: string }
+}
+
+/** The entry under its row lock, with the translation in the locale the update names, if any. */
+export interface CurrentEntry {
+  entry: EntryRow
+  translation: TranslationRow | undefined
+  /** The database clock of the updating transaction. */
+  now: Date
+}
+
+export interface ListOptions {
+  /** Return each entry in this locale where it has a translation. */
+  locale?: string
+  limit: number
+  offset: number
+}
+
+// Timestamps are written by the database clock, truncated (a timestamptz(3) column would round
+// now() up half the time), so a value written "now" is never after now() in the next query.
+const dbNow = sql`date_trunc('milliseconds', now())`
+const publishedAtValue = (value: PublishedAt): Date | null | SQL => (value === 'now' ? dbNow : value)
+
+const toView = (entry: EntryRow, translation?: Pick<TranslationRow, 'title' | 'body' | 'locale'>): EntryView => ({
+  id: entry.id,
+  title: translation?.title ?? entry.title,
+  body: translation?.body ?? entry.body,
+  labels: entry.labels,
+  published_at: entry.published_at,
+  locale: translation?.locale ?? entry.locale,
+  version: entry.version,
+  created_at: entry.created_at,
+  updated_at: entry.updated_at,
+})
 
 export function changelogRepo(db: Database) {
-  void db
-  return {}
+  const e = changelog_entries
+  const t = changelog_translations
+  const scoped = (projectId: string, id: string) => and(eq(e.project_id, projectId), eq(e.id, id))
+
+  /** Entries joined to their translation in `locale`; without one, the join matches nothing. */
+  function viewQuery(locale: string | undefined) {
+    return db
+      .select({
+        id: e.id,
+        title: sql<string>`coalesce(${t.title}, ${e.title})`,
+        body: sql<string>`coalesce(${t.body}, ${e.body})`,
+        labels: e.labels,
+        published_at: e.published_at,
+        locale: sql<string>`coalesce(${t.locale}, ${e.locale})`,
+        version: e.version,
+        created_at: e.created_at,
+        updated_at: e.updated_at,
+      })
+      .from(e)
+      .leftJoin(t, and(eq(t.entry_id, e.id), locale === undefined ? sql`false` : eq(t.locale_key, localeKey(locale))))
+  }
+
+  /**
+   * The published page, newest first. One row beyond `limit` tells whether another page exists.
+   * The order is the one of changelog_entries_project_published_idx (nulls last included), so
+   * the index serves it without a sort; a test holds it to that with EXPLAIN.
+   */
+  function listQuery(projectId: string, options: ListOptions) {
+    return viewQuery(options.locale)
+      .where(and(eq(e.project_id, projectId), lte(e.published_at, sql`now()`)))
+      .orderBy(sql`${e.published_at} desc nulls last`, sql`${e.id} desc nulls last`)
+      .limit(options.limit + 1)
+      .offset(options.offset)
+  }
+
+  return {
+    listQuery,
+
+    async list(projectId: string, options: ListOptions): Promise<{ entries: EntryView[]; hasMore: boolean }> {
+      const rows = await listQuery(projectId, options)
+      return { entries: rows.slice(0, options.limit), hasMore: rows.length > options.limit }
+    },
+
+    /** Any entry of the project, whatever its publishing state. */
+    async get(projectId: string, id: string, locale?: string): Promise<EntryView | undefined> {
+      const [row] = await viewQuery(locale).where(scoped(projectId, id))
+      return row
+    },
+
+    async create(projectId: string, input: NewEntry): Promise<EntryView> {
+      const [row] = await db
+        .insert(e)
+        .values({
+          id: newId('ch'),
+          project_id: projectId,
+          ...input,
+          published_at: publishedAtValue(input.published_at),
+          created_at: dbNow,
+          updated_at: dbNow,
+        })
+        .returning()
+      return toView(row!)
+    },
+
+    /**
+     * Reads the entry under a row lock, lets `decide` turn it into a patch (or throw, which
+     * rolls back), and writes the patch. The lock serialises updates of one entry, so a
+     * decision that depends on the current state (keeping a published date, creating a
+     * translation) is never taken on a stale read. Undefined when the project has no such entry.
+     */
+    update(projectId: string, id: string, locale: string | undefined, decide: (current: CurrentEntry) => EntryPatch): Promise<EntryView | undefined> {
+      return db.transaction(async (tx) => {
+        const [current] = await tx
+          .select({ entry: e, now: sql`now()`.mapWith(e.updated_at) })
+          .from(e)
+          .where(scoped(projectId, id))
+          .for('update')
+        if (!current) return undefined
+        let translation: TranslationRow | undefined
+        if (locale !== undefined) {
+          ;[translation] = await tx
+            .select()
+            .from(t)
+            .where(and(eq(t.entry_id, id), eq(t.locale_key, localeKey(locale))))
+        }
+
+        const patch = decide({ entry: current.entry, translation, now: current.now })
+        const written = patch.translation && (patch.translation.title !== undefined || patch.translation.body !== undefined)
+        if (Object.keys(patch.entry).length === 0 && !written) return toView(current.entry, translation)
+
+        if (written) {
+          const { locale: tag, title, body } = patch.translation!
+          ;[translation] = await tx
+            .insert(t)
+            .values({
+              entry_id: id,
+              locale_key: localeKey(tag),
+              locale: tag,
+              // When the translation was deleted since it was read, the update re-creates it
+              // from what was read rather than failing on a missing title.
+              title: title ?? translation?.title ?? '',
+              body: body ?? translation?.body ?? '',
+              created_at: dbNow,
+              updated_at: dbNow,
+            })
+            .onConflictDoUpdate({
+              target: [t.entry_id, t.locale_key],
+              set: { ...(title !== undefined ? { title } : {}), ...(body !== undefined ? { body } : {}), updated_at: dbNow },
+            })
+            .returning()
+        }
+
+        const { published_at, ...fields } = patch.entry
+        // updated_at moves forward on every write, even two within one millisecond, so a client
+        // can tell a changed entry by it.
+        const [entry] = await tx
+          .update(e)
+          .set({
+            ...fields,
+            ...(published_at !== undefined ? { published_at: publishedAtValue(published_at) } : {}),
+            updated_at: sql`greatest(${dbNow}, ${e.updated_at} + interval '1 millisecond')`,
+          })
+          .where(scoped(projectId, id))
+          .returning()
+        return toView(entry!, patch.translation ? translation : undefined)
+      })
+    },
+
+    /** Removes the entry and, by the cascade, its translations. False when the project has no such entry. */
+    async delete(projectId: string, id: string): Promise<boolean> {
+      const [row] = await db.delete(e).where(scoped(projectId, id)).returning({ id: e.id })
+      return row !== undefined
+    },
+
+    /** Removes one translation. False when the project's entry has none in that locale (or no such entry). */
+    async deleteTranslation(projectId: string, id: string, locale: string): Promise<boolean> {
+      const [row] = await db
+        .delete(t)
+        .where(
+          and(
+            eq(t.entry_id, id),
+            eq(t.locale_key, localeKey(locale)),
+            sql`exists (select 1 from ${e} where ${scoped(projectId, id)})`,
+          ),
+        )
+        .returning({ entry_id: t.entry_id })
+      return row !== undefined
+    },
+  }
 }

@@ -1,0 +1,21 @@
+// Changelog labels are matched by readers as tags, so `New`, `new ` and `NEW` must be one label.
+
+/** The most characters (code points, as JSON Schema counts them) a stored label may have. */
+export const MAX_LABEL_LENGTH = 32
+
+export type LabelsResult = { ok: true; labels: string[] } | { ok: false; index: number; message: string }
+
+/** Trimmed, lowercased and de-duplicated in first-seen order: `["New", "new "]` → `["new"]`. */
+export function normalizeLabels(labels: readonly string[]): LabelsResult {
+  const seen = new Set<string>()
+  for (const [index, label] of labels.entries()) {
+    const normalized = label.trim().toLowerCase()
+    // Lowercasing can lengthen a label (`İ` becomes `i̇`, two code points); the schema checked
+    // the length as sent, so the stored value is checked again.
+    if ([...normalized].length > MAX_LABEL_LENGTH) {
+      return { ok: false, index, message: `must have at most ${MAX_LABEL_LENGTH} characters once lowercased` }
+    }
+    seen.add(normalized)
+  }
+  return { ok: true, labels: [...seen] }
+}
