@@ -655,7 +655,11 @@ export interface components {
         /** @description An OpenAPI 3.1 document. */
         OpenApiDocument: {
             openapi: string;
-            info: Record<string, never>;
+            info: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
         };
         /** @description An RFC 9457 problem details document. */
         Problem: {

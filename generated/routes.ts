@@ -2468,13 +2468,15 @@ export const routes: RouteSpec[] = [
             "openapi",
             "info"
           ],
+          "additionalProperties": true,
           "description": "An OpenAPI 3.1 document.",
           "properties": {
             "openapi": {
               "type": "string"
             },
             "info": {
-              "type": "object"
+              "type": "object",
+              "additionalProperties": true
             }
           }
         }

@@ -30,6 +30,12 @@ function loggableError(error: unknown): Record<string, unknown> {
   return { type: outer?.name, cause_type: e?.name, code: e?.code, message: e?.message, stack: e?.stack }
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    servedRoutes: readonly { method: string; url: string }[]
+  }
+}
+
 export interface BuildOptions {
   /** Overrides the logger, for tests that read the log lines. */
   logger?: { stream: NodeJS.WritableStream }
@@ -60,6 +66,13 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     spec: { json: parse(specYaml) as object, yaml: specYaml },
     ping: () => ping(database.db),
   }
+
+  // Every route the app serves, so that a test can hold it against the spec.
+  const served: { method: string; url: string }[] = []
+  app.decorate('servedRoutes', served)
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) served.push({ method, url: route.url })
+  })
 
   app.setValidatorCompiler(validatorCompiler)
   registerJsonParser(app, BODY_LIMIT)

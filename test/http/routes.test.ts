@@ -1,0 +1,82 @@
+// The spec defines every route: each operation has exactly one route and handler, the server
+// has no route the spec does not describe, and operations still answering 501 are listed here.
+import t from 'tap'
+import { routes } from '../../generated/routes.js'
+import { handlers } from '../../src/handlers/index.js'
+import { isNotImplemented } from '../../src/handlers/not-implemented.js'
+import { PLUGIN_OPERATIONS } from '../../src/http/types.js'
+import { call, createProject, testApp } from '../helpers/app.js'
+import { spec } from '../helpers/spec-check.js'
+
+/** Operations in the spec whose handlers are not written yet. Must be empty once all land. */
+const NOT_IMPLEMENTED: string[] = []
+
+/** Routes a plugin adds besides its documented operation: Scalar's redirect and its script. */
+const PLUGIN_ASSETS = new Set(['GET /docs', 'HEAD /docs', 'GET /docs/js/scalar.js', 'HEAD /docs/js/scalar.js'])
+
+const specOperations = Object.entries(spec.paths as Record<string, Record<string, { operationId: string }>>).flatMap(([path, item]) =>
+  Object.entries(item)
+    .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+    .map(([method, op]) => ({ method: method.toUpperCase(), url: path.replace(/\{([^}]+)\}/g, ':$1'), operationId: op.operationId })),
+)
+
+t.test('every operation of openapi.yaml has exactly one route', async (t) => {
+  const app = await testApp()
+  const served = new Set(app.servedRoutes.map((r) => `${r.method} ${r.url}`))
+  for (const op of specOperations) t.ok(served.has(`${op.method} ${op.url}`), `${op.operationId}: ${op.method} ${op.url} is served`)
+  t.equal(new Set(specOperations.map((o) => o.operationId)).size, specOperations.length, 'operationIds are unique')
+  t.equal(routes.length, specOperations.length, 'generated/routes.ts has every operation')
+})
+
+t.test('the server has no route that openapi.yaml does not describe', async (t) => {
+  const app = await testApp()
+  const documented = new Set(specOperations.flatMap((o) => [`${o.method} ${o.url}`, ...(o.method === 'GET' ? [`HEAD ${o.url}`] : [])]))
+  const undocumented = app.servedRoutes.map((r) => `${r.method} ${r.url}`).filter((r) => !documented.has(r) && !PLUGIN_ASSETS.has(r))
+  t.same(undocumented, [])
+})
+
+t.test('each operation has a handler, or is served by a named plugin', async (t) => {
+  for (const op of specOperations) {
+    const hasHandler = op.operationId in handlers
+    const byPlugin = op.operationId in PLUGIN_OPERATIONS
+    t.ok(hasHandler !== byPlugin, `${op.operationId}: exactly one of a handler or a plugin`)
+  }
+  t.same(Object.keys(handlers).filter((id) => !specOperations.some((o) => o.operationId === id)), [], 'no handler without an operation')
+})
+
+t.test('operations not built yet are exactly the listed ones, and answer 501 problem+json', async (t) => {
+  const pending = Object.entries(handlers).filter(([, handler]) => isNotImplemented(handler)).map(([id]) => id)
+  t.same(pending.sort(), [...NOT_IMPLEMENTED].sort())
+  const app = await testApp()
+  const { key } = await createProject()
+  for (const id of NOT_IMPLEMENTED) {
+    const op = specOperations.find((o) => o.operationId === id)!
+    const url = op.url.replace(/:program_id/, 'bp_000000000000000000000').replace(/:id/, 'ch_000000000000000000000')
+    const res = await app.inject({ method: op.method as 'GET', url, headers: { authorization: `Bearer ${key}` } })
+    if (res.statusCode === 501) t.equal(JSON.parse(res.body).code, 'not_implemented', id)
+  }
+})
+
+t.test('the published document is the hand-written one', async (t) => {
+  const app = await testApp()
+  const json = await call(t, app, { url: '/openapi.json' })
+  t.equal(json.status, 200)
+  t.same(json.json, spec, '/openapi.json is openapi.yaml, as JSON')
+  const yaml = await call(t, app, { url: '/openapi.yaml' })
+  t.equal(yaml.status, 200)
+  t.match(yaml.headers['content-type'], /^application\/yaml/)
+  t.match(yaml.raw, /^openapi: 3\.1\.0\n/)
+  const docs = await call(t, app, { url: '/docs/' })
+  t.equal(docs.status, 200)
+  t.match(docs.headers['content-type'], /^text\/html/)
+  t.match(docs.raw, /\/openapi\.json/, 'the reference renders the published document')
+})
+
+t.test('/v1 and /admin/v1 send no CORS headers', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const res = await call(t, app, { url: '/v1/beta/programs', key, headers: { origin: 'https://evil.example' } })
+  t.notOk(res.headers['access-control-allow-origin'])
+  const preflight = await call(t, app, { method: 'OPTIONS', url: '/v1/changelog', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+  t.notOk(preflight.headers['access-control-allow-origin'])
+})

@@ -1,0 +1,79 @@
+// The real entry point: `npm start` on an empty embedded database creates a demo project and
+// prints its key once; SIGTERM drains and exits 0; a restart keeps the data and the key.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+
+const root = new URL('../..', import.meta.url).pathname
+
+function start(dataDir: string, port: number): Promise<{ child: ChildProcess; stdout: () => string }> {
+  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' }
+  delete env.DATABASE_URL
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout!.on('data', (chunk) => (out += chunk))
+  child.stderr!.on('data', (chunk) => (out += chunk))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000)
+    child.stdout!.on('data', () => {
+      if (out.includes('Server listening')) {
+        clearTimeout(timer)
+        resolve({ child, stdout: () => out })
+      }
+    })
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)))
+  })
+}
+
+/** One request on its own connection: 'complete <status>', 'refused <code>' or 'cut off <code>'. */
+function get(url: string): Promise<string> {
+  return new Promise((resolve) => {
+    const req = request(url, { agent: false }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(`complete ${res.statusCode}`))
+      res.on('error', (error: NodeJS.ErrnoException) => resolve(`cut off ${error.code}`))
+    })
+    req.on('error', (error: NodeJS.ErrnoException) => resolve(`refused ${error.code}`))
+    req.end()
+  })
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+
+t.test('npm start: demo project on an empty database, SIGTERM drains and exits 0, restart keeps data', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const base = `http://127.0.0.1:${port}`
+
+  const first = await start(dataDir, port)
+  const key = /API key: (fbk_[A-Za-z0-9_-]{40})/.exec(first.stdout())?.[1]
+  t.ok(key, 'the demo key is printed')
+  const logLines = first.stdout().split('\n').filter((l) => l.startsWith('{'))
+  t.notOk(logLines.some((l) => l.includes(key!)), 'the key is printed to the terminal, never into a log line')
+
+  const programs = await fetch(`${base}/v1/beta/programs`, { headers: { authorization: `Bearer ${key}` } })
+  t.equal(programs.status, 200, 'the demo key works: Pro plan with beta enabled')
+
+  // A response that has begun is always finished; a connection the server had not yet taken
+  // when SIGTERM came is refused or reset before any byte of a response.
+  const inFlight = Array.from({ length: 30 }, () => get(`${base}/readyz`))
+  const exit = exited(first.child)
+  await inFlight[0]
+  first.child.kill('SIGTERM')
+  const outcomes = await Promise.all(inFlight)
+  t.same(outcomes.filter((o) => o.startsWith('cut off')), [], `no response cut off mid-way (${[...new Set(outcomes)].join(', ')})`)
+  t.equal(outcomes[0], 'complete 200')
+  t.equal(await exit, 0, 'exits 0 after SIGTERM')
+
+  const second = await start(dataDir, port)
+  t.notMatch(second.stdout(), /API key:/, 'no second demo project on a database that has one')
+  const again = await fetch(`${base}/v1/beta/programs`, { headers: { authorization: `Bearer ${key}` } })
+  t.equal(again.status, 200, 'the data survived the restart')
+  const exit2 = exited(second.child)
+  second.child.kill('SIGTERM')
+  t.equal(await exit2, 0)
+})
