@@ -10,7 +10,7 @@ import t from 'tap'
 const root = new URL('../..', import.meta.url).pathname
 
 function start(dataDir: string, port: number): Promise<{ child: ChildProcess; stdout: () => string }> {
-  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' }
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' }
   delete env.DATABASE_URL
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
