@@ -1,0 +1,111 @@
+import { sql } from 'drizzle-orm'
+import t from 'tap'
+import { makeRepos } from '../../src/db/repos/index.js'
+import { call, createProject, testApp } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
+
+type T = Parameters<typeof call>[0]
+
+async function create(t: T, key: string, body: object) {
+  const res = await call(t, await testApp(), { method: 'POST', url: '/v1/changelog', key, body })
+  t.equal(res.status, 201)
+  return res.json.data
+}
+
+const list = async (t: T, key: string | undefined, query = '') => call(t, await testApp(), { url: `/v1/changelog${query}`, key })
+
+t.test('only entries whose published_at has passed, newest first', async (t) => {
+  const { key } = await createProject()
+  const old = await create(t, key, { title: 'Old', status: 'published', published_at: '2021-01-01T00:00:00.000Z' })
+  const recent = await create(t, key, { title: 'Recent', status: 'published', published_at: '2024-01-01T00:00:00.000Z' })
+  const now = await create(t, key, { title: 'Now', status: 'published' })
+  await create(t, key, { title: 'Draft' })
+  await create(t, key, { title: 'Scheduled', status: 'scheduled', published_at: new Date(Date.now() + 3_600_000).toISOString() })
+
+  const res = await list(t, key)
+  t.equal(res.status, 200)
+  t.strictSame(res.json.data.map((e: { id: string }) => e.id), [now.id, recent.id, old.id], 'an entry published now is in the very next list')
+  t.strictSame(res.json.data[0], now, 'the records are the ones created')
+  t.strictSame(res.json.pagination, { limit: 20, offset: 0, has_more: false })
+})
+
+t.test('entries published at the same time are ordered by id, descending', async (t) => {
+  const { key } = await createProject()
+  const at = '2025-05-05T05:05:05.005Z'
+  const ids: string[] = []
+  for (let i = 0; i < 4; i++) ids.push((await create(t, key, { title: `E${i}`, status: 'published', published_at: at })).id)
+  const res = await list(t, key)
+  t.strictSame(res.json.data.map((e: { id: string }) => e.id), [...ids].sort().reverse())
+})
+
+t.test('limit and offset page through the list; has_more says whether a further page exists', async (t) => {
+  const { key } = await createProject()
+  const ids: string[] = []
+  for (let i = 0; i < 3; i++) ids.unshift((await create(t, key, { title: `E${i}`, status: 'published', published_at: `2025-01-0${i + 1}T00:00:00.000Z` })).id)
+
+  const first = await list(t, key, '?limit=2')
+  t.strictSame(first.json.data.map((e: { id: string }) => e.id), ids.slice(0, 2))
+  t.strictSame(first.json.pagination, { limit: 2, offset: 0, has_more: true })
+
+  const second = await list(t, key, '?limit=2&offset=2')
+  t.strictSame(second.json.data.map((e: { id: string }) => e.id), ids.slice(2))
+  t.strictSame(second.json.pagination, { limit: 2, offset: 2, has_more: false })
+
+  const exact = await list(t, key, '?limit=3')
+  t.equal(exact.json.data.length, 3)
+  t.equal(exact.json.pagination.has_more, false, 'a page that ends exactly at the last entry has no more')
+
+  const beyond = await list(t, key, '?offset=10')
+  t.strictSame(beyond.json.data, [])
+})
+
+t.test('the default page is 20 entries', async (t) => {
+  const { key } = await createProject()
+  for (let i = 0; i < 21; i++) await create(t, key, { title: `E${i}`, status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
+  const res = await list(t, key)
+  t.equal(res.json.data.length, 20)
+  t.strictSame(res.json.pagination, { limit: 20, offset: 0, has_more: true })
+})
+
+t.test('limit and offset out of range are 400', async (t) => {
+  const { key } = await createProject()
+  for (const query of ['?limit=0', '?limit=101', '?limit=2.5', '?offset=-1', '?offset=1000001', '?status=published', '?Locale=en', '?locale=english']) {
+    const res = await list(t, key, query)
+    t.equal(res.status, 400, query)
+  }
+})
+
+t.test("another project's entries never appear", async (t) => {
+  const mine = await createProject()
+  const theirs = await createProject()
+  await create(t, theirs.key, { title: 'Theirs', status: 'published' })
+  const res = await list(t, mine.key)
+  t.strictSame(res.json.data, [])
+})
+
+t.test('reads work on the free plan; a key is required', async (t) => {
+  const free = await createProject({ plan: 'free', beta: false })
+  t.equal((await list(t, free.key)).status, 200)
+  const res = await list(t, undefined)
+  t.equal(res.status, 401)
+  t.equal(res.json.code, 'unauthorized')
+})
+
+t.test('the list query is served by changelog_entries_project_published_idx, without a sort', async (t) => {
+  const { id: projectId, key } = await createProject()
+  for (let i = 0; i < 3; i++) await create(t, key, { title: `E${i}`, status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
+  const { db } = await testDatabase()
+  const repo = makeRepos(db).changelog
+
+  for (const locale of [undefined, 'pt-BR']) {
+    const plan = await db.transaction(async (tx) => {
+      // The table is tiny: without this, a sequential scan would be cheaper and tell nothing.
+      await tx.execute(sql`set local enable_seqscan = off`)
+      const result = await tx.execute(sql`explain ${repo.listQuery(projectId, { locale, limit: 20, offset: 0 })}`)
+      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, string>[]
+      return rows.map((row) => Object.values(row)[0]).join('\n')
+    })
+    t.match(plan, /Index (Only )?Scan using changelog_entries_project_published_idx/, `uses the index (locale ${locale})`)
+    t.notMatch(plan, /Sort/, `no Sort node (locale ${locale})`)
+  }
+})
