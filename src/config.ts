@@ -12,6 +12,10 @@ export interface Config {
   readonly dbConnectTimeout: number
   readonly adminToken: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  /** Requests a minute per API key (and for the admin token). */
+  readonly rateLimitPerMinute: number
+  /** redis://... to share rate-limit budgets across instances; in memory when undefined. */
+  readonly redisUrl: string | undefined
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -25,6 +29,8 @@ export const defaults: Config = Object.freeze({
   dbConnectTimeout: 5,
   adminToken: undefined,
   logLevel: 'info',
+  rateLimitPerMinute: 1200,
+  redisUrl: undefined,
 })
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -44,6 +50,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const logLevel = (env.LOG_LEVEL || defaults.logLevel) as Config['logLevel']
   if (!LOG_LEVELS.includes(logLevel)) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+  const redisUrl = env.REDIS_URL || undefined
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('REDIS_URL must be a redis:// or rediss:// URL')
   const adminToken = env.ADMIN_TOKEN || undefined
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new Error('ADMIN_TOKEN must be at least 16 characters long')
@@ -57,5 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbConnectTimeout: integer(env, 'DB_CONNECT_TIMEOUT', defaults.dbConnectTimeout, 1, 300),
     adminToken,
     logLevel,
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', defaults.rateLimitPerMinute, 1, 1_000_000),
+    redisUrl,
   })
 }

@@ -48,6 +48,6 @@ export function makeGuard(ctx: AppContext) {
     if (WRITE_METHODS.has(route.method) && project.plan !== 'pro') {
       throw new ApiError('plan_required', 'Writes need the Pro plan.')
     }
-    request.principal = { projectId: project.id, plan: project.plan, betaEnabled: project.beta_enabled }
+    request.principal = { projectId: project.id, keyId: project.key_id, plan: project.plan, betaEnabled: project.beta_enabled }
   }
 }

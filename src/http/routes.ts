@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes, type RouteSpec } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
+import { rateLimitFor } from './rate-limit.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
 
 const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
@@ -18,7 +19,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
     app.route({
       method: route.method,
       url: route.url,
-      config: { route },
+      config: { route, ...(route.security === 'none' ? {} : { rateLimit: rateLimitFor(ctx.config) }) },
       schema: {
         params: route.schema.params,
         querystring: route.schema.querystring,

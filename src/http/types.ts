@@ -28,6 +28,8 @@ export type Reply<K extends OperationId> = {
 /** The project an API key belongs to, as the guard found it for this request. */
 export interface Principal {
   projectId: string
+  /** The API key used, so that rate limits apply per key. */
+  keyId: string
   plan: 'free' | 'pro'
   betaEnabled: boolean
 }

@@ -59,9 +59,9 @@ export function projectsRepo(db: Database) {
     },
 
     /** The project a live (not revoked) key belongs to. */
-    async findByKeyHash(keyHash: string): Promise<Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> | undefined> {
+    async findByKeyHash(keyHash: string): Promise<(Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> & { key_id: string }) | undefined> {
       const [row] = await db
-        .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled })
+        .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled, key_id: api_keys.id })
         .from(api_keys)
         .innerJoin(projects, eq(projects.id, api_keys.project_id))
         .where(and(eq(api_keys.key_hash, keyHash), isNull(api_keys.revoked_at)))

@@ -1,0 +1,39 @@
+// Per-key rate limits by @fastify/rate-limit: in memory on one instance, in Redis when
+// REDIS_URL is set so that several instances share one budget. Only authenticated operations
+// are limited, and the limit runs after the guard, so it counts per API key (by its id, never
+// the key itself). The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After)
+// are the one family sent.
+import rateLimit from '@fastify/rate-limit'
+import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
+import type { Config } from '../config.js'
+import { ApiError } from './errors.js'
+
+export async function registerRateLimit(app: FastifyInstance, config: Config): Promise<void> {
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true })
+    : undefined
+  if (redis) {
+    // Without an offline queue a command fails at once while Redis is away (and the request
+    // passes, see skipOnError) instead of waiting; ioredis reconnects in the background.
+    redis.on('error', () => {})
+    await redis.connect().catch((error: Error) => app.log.warn({ err: { message: error.message } }, 'Redis unreachable; rate limits are not enforced until it is back'))
+    app.addHook('onClose', async () => {
+      redis.disconnect()
+    })
+  }
+  await app.register(rateLimit, {
+    global: false,
+    enableDraftSpec: true,
+    // An unreachable Redis must not take the API down: requests pass unlimited meanwhile.
+    skipOnError: true,
+    nameSpace: 'feedback-rl:',
+    ...(redis ? { redis } : {}),
+    keyGenerator: (request) => (request.principal ? `key:${request.principal.keyId}` : 'admin'),
+    errorResponseBuilder: (_request, context) =>
+      new ApiError('rate_limited', `More than ${context.max} requests a minute with this key; retry in ${context.after}.`),
+  })
+}
+
+/** The per-route options for an authenticated route. */
+export const rateLimitFor = (config: Config) => ({ max: config.rateLimitPerMinute, timeWindow: 60_000 })

@@ -1,0 +1,35 @@
+// Per-key rate limits (contract §7): the IETF draft RateLimit-* headers, a problem+json 429 with
+// Retry-After, budgets that never touch another key, and one budget shared through Redis.
+import t from 'tap'
+import { call, createProject, testApp } from '../helpers/app.js'
+
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
+
+t.test('over the limit a key gets 429 rate_limited with Retry-After; other keys are untouched', async (t) => {
+  const app = await testApp({ rateLimitPerMinute: 3 })
+  const a = await createProject()
+  const b = await createProject()
+  for (let i = 1; i <= 3; i++) {
+    const res = await call(t, app, { url: '/v1/changelog', key: a.key })
+    t.equal(res.status, 200)
+    t.equal(res.headers['ratelimit-limit'], '3')
+    t.equal(res.headers['ratelimit-remaining'], String(3 - i))
+  }
+  const limited = await call(t, app, { url: '/v1/changelog', key: a.key })
+  t.equal(limited.status, 429)
+  t.equal(limited.json.code, 'rate_limited')
+  t.ok(Number(limited.headers['retry-after']) > 0, 'Retry-After in seconds')
+  t.equal(limited.headers['ratelimit-remaining'], '0')
+  t.equal((await call(t, app, { url: '/v1/changelog', key: b.key })).status, 200, "another project's key has its own budget")
+  t.equal((await call(t, app, { url: '/healthz' })).status, 200, 'unauthenticated operations are not limited')
+  t.notOk((await call(t, app, { url: '/healthz' })).headers['ratelimit-limit'])
+})
+
+t.test('with REDIS_URL two instances share one budget per key', async (t) => {
+  const first = await testApp({ rateLimitPerMinute: 4, redisUrl: REDIS_URL })
+  const second = await testApp({ rateLimitPerMinute: 4, redisUrl: REDIS_URL })
+  const { key } = await createProject()
+  const statuses: number[] = []
+  for (const app of [first, second, first, second, first]) statuses.push((await call(t, app, { url: '/v1/changelog', key })).status)
+  t.same(statuses, [200, 200, 200, 200, 429], 'the fifth request is over the shared budget, whichever instance takes it')
+})
