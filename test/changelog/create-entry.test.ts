@@ -42,7 +42,8 @@ t.test('a label that lowercasing makes longer than 32 characters is 400', async 
 
 t.test('the locale is stored in canonical case, without alias replacement', async (t) => {
   const { key } = await createProject()
-  for (const [sent, stored] of [['pt-br', 'pt-BR'], ['ZH-HANT', 'zh-Hant'], ['es-419', 'es-419'], ['iw', 'iw']]) {
+  const cases: [string, string][] = [['pt-br', 'pt-BR'], ['ZH-HANT', 'zh-Hant'], ['es-419', 'es-419'], ['iw', 'iw']]
+  for (const [sent, stored] of cases) {
     const res = await post(t, key, { title: 'L', locale: sent })
     t.equal(res.json.data.locale, stored, sent)
   }
