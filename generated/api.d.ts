@@ -152,14 +152,15 @@ export interface paths {
          * @description Creates an entry in its base `locale` (`en` when omitted).
          *
          *     Publishing: `status: published` sets `published_at` to now, or to the `published_at`
-         *     sent (a past date back-dates an imported entry). `status: scheduled` requires a
-         *     `published_at` in the future (`400` otherwise); the entry becomes visible when that
-         *     time passes. `status: draft` (the default) leaves `published_at` `null`. Sending
-         *     `published_at` without `status` is `400`.
+         *     sent (a past date back-dates an imported entry; a future one makes it scheduled).
+         *     `status: scheduled` requires a `published_at` in the future (`400` otherwise); the
+         *     entry becomes visible when that time passes. `status: draft` (the default) leaves
+         *     `published_at` `null`, and sending `published_at` with it is `400`. Sending
+         *     `published_at` without `status` is `400`. "Now" is the database's clock.
          *
          *     Labels are stored trimmed, lowercased and de-duplicated in first-seen order
          *     (`["New", "new "]` becomes `["new"]`). The locale is stored in canonical case
-         *     (`pt-br` becomes `pt-BR`).
+         *     (`pt-br` becomes `pt-BR`); only the case changes, never the tag (`iw` stays `iw`).
          */
         post: operations["createChangelogEntry"];
         delete?: never;
@@ -199,19 +200,24 @@ export interface paths {
         /**
          * Update a changelog entry or write a translation
          * @description Changes only the fields sent; omitted fields keep their values (no fall-back to the
-         *     defaults of creation). An empty body changes nothing and answers `200`.
+         *     defaults of creation). An empty body changes nothing and answers `200`. `updated_at`
+         *     moves forward on every write, a translation's included.
          *
          *     Translations: with a `locale` other than the entry's base locale (compared ignoring
          *     case), `title` and `body` are written to that locale's translation, created on first
-         *     write (`title` is then required), and the base content stays as it is. `labels`,
-         *     `version` and publishing are shared by all locales and may be sent alongside. The
-         *     response shows the entry in the locale written. The base locale itself never changes.
+         *     write (`title` is then required, whatever else the body holds), and the base content
+         *     stays as it is. `labels`, `version` and publishing are shared by all locales and may be
+         *     sent alongside. The response shows the entry in the locale written. The base locale
+         *     itself never changes.
          *
          *     Publishing: `status: published` sets `published_at` to now, or to the `published_at`
-         *     sent; `status: scheduled` requires a future `published_at`; `status: draft` sets
-         *     `published_at` to `null` and the entry leaves the list. `published_at` without `status`
-         *     moves the date of an entry that is already scheduled or published, and is `400` on a
-         *     draft.
+         *     sent; on an entry already published, without `published_at`, it keeps the date, so
+         *     sending it again never reorders the changelog. `status: scheduled` requires a future
+         *     `published_at`, except on an entry already scheduled, whose date it then keeps.
+         *     `status: draft` sets `published_at` to `null` (sending `published_at` with it is `400`)
+         *     and the entry leaves the list. `published_at` without `status` moves the date of an
+         *     entry that is already scheduled or published (a past date publishes it, a future one
+         *     schedules it), and is `400` on a draft.
          */
         patch: operations["updateChangelogEntry"];
         trace?: never;
@@ -566,7 +572,8 @@ export interface components {
         ChangelogBody: string;
         /**
          * @description Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and
-         *     de-duplicated in first-seen order.
+         *     de-duplicated in first-seen order; a label that lowercasing makes longer than 32
+         *     characters (`İ` becomes two) is `400`.
          */
         ChangelogLabels: string[];
         ChangelogEntryCreate: {

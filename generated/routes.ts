@@ -1528,7 +1528,7 @@ export const routes: RouteSpec[] = [
           "labels": {
             "type": "array",
             "maxItems": 10,
-            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order.\n",
+            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
             "items": {
               "type": "string",
               "maxLength": 256,
@@ -1825,7 +1825,7 @@ export const routes: RouteSpec[] = [
           "labels": {
             "type": "array",
             "maxItems": 10,
-            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order.\n",
+            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
             "items": {
               "type": "string",
               "maxLength": 256,
