@@ -3,7 +3,7 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
-import { ADMIN_TOKEN, createProject } from '../helpers/app.js'
+import { ADMIN_TOKEN, call, createProject } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
 t.test('each request logs one JSON line with its id, status and route, and no secret', async (t) => {
@@ -21,12 +21,12 @@ t.test('each request logs one JSON line with its id, status and route, and no se
   const requests = [
     { url: '/v1/changelog?locale=en', headers: { authorization: `Bearer ${key}`, 'x-request-id': 'req-1' } },
     { url: '/v1/changelog', headers: { authorization: `Bearer ${key}x`, 'x-request-id': 'req-2' } },
-    { method: 'POST' as const, url: '/admin/v1/projects', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': 'req-3' }, payload: { name: 'Logged' } },
+    { method: 'POST' as const, url: '/admin/v1/projects', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': 'req-3' }, body: { name: 'Logged' } },
   ]
   const created: string[] = []
   for (const r of requests) {
-    const res = await app.inject(r)
-    if (res.statusCode === 201) created.push(JSON.parse(res.body).api_key)
+    const res = await call(t, app, r)
+    if (res.status === 201) created.push(res.json.api_key)
   }
   const entries = lines.map((l) => JSON.parse(l))
   const perRequest = entries.filter((e) => e.msg === 'request')

@@ -6,6 +6,7 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { specProblems } from '../helpers/spec-check.js'
 
 const root = new URL('../..', import.meta.url).pathname
 
@@ -57,6 +58,8 @@ t.test('npm start: demo project on an empty database, SIGTERM drains and exits 0
 
   const programs = await fetch(`${base}/v1/beta/programs`, { headers: { authorization: `Bearer ${key}` } })
   t.equal(programs.status, 200, 'the demo key works: Pro plan with beta enabled')
+  const body = await programs.text()
+  t.same(specProblems('GET', '/v1/beta/programs', { statusCode: programs.status, headers: Object.fromEntries(programs.headers), body }), [])
 
   // A response that has begun is always finished; a connection the server had not yet taken
   // when SIGTERM came is refused or reset before any byte of a response.

@@ -1,0 +1,34 @@
+import t from 'tap'
+import { defaults, loadConfig } from '../src/config.js'
+
+t.test('defaults apply when nothing is set', async (t) => {
+  t.same(loadConfig({}), defaults)
+})
+
+t.test('values are read and typed', async (t) => {
+  const config = loadConfig({
+    PORT: '8080',
+    HOST: '0.0.0.0',
+    DATABASE_URL: 'postgres://u@db:5432/x',
+    DB_POOL_SIZE: '20',
+    ADMIN_TOKEN: 'a-long-enough-admin-token',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '60',
+    REDIS_URL: 'redis://cache:6379',
+  })
+  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, logLevel: 'warn', rateLimitPerMinute: 60, redisUrl: 'redis://cache:6379' })
+  t.ok(Object.isFrozen(config))
+})
+
+t.test('bad values stop the start with a message naming the variable', async (t) => {
+  const bad: Record<string, string> = {
+    PORT: 'eighty',
+    DB_POOL_SIZE: '0',
+    DATABASE_URL: 'mysql://x',
+    LOG_LEVEL: 'loud',
+    ADMIN_TOKEN: 'short',
+    RATE_LIMIT_PER_MINUTE: '1.5',
+    REDIS_URL: 'http://cache',
+  }
+  for (const [name, value] of Object.entries(bad)) t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`)
+})
