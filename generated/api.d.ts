@@ -19,10 +19,10 @@ export interface paths {
          * @description Creates a program in the status sent (`draft` when omitted). The `slug` is derived from
          *     the name: Unicode-normalised (NFKD) with diacritics removed, lowercased, every run of
          *     characters other than `[a-z0-9]` turned into one hyphen, trimmed of hyphens, and cut to
-         *     at most 60 characters at a word boundary; `program` when nothing is left. Within a
-         *     project the first free of `slug`, `slug-2`, `slug-3`, ... is taken, atomically. The slug
-         *     never changes afterwards, so links built from it keep working; a deleted program's slug
-         *     may be reused.
+         *     at most 60 characters at a word boundary (a single word longer than that is cut at 60);
+         *     `program` when nothing is left. Within a project the first free of `slug`, `slug-2`,
+         *     `slug-3`, ... is taken, atomically. The slug never changes afterwards, so links built
+         *     from it keep working; a deleted program's slug may be reused.
          */
         post: operations["createBetaProgram"];
         delete?: never;
