@@ -67,6 +67,11 @@ t.test('publishing on create', async (t) => {
 
   const draft = await post(t, key, { title: 'Draft', status: 'draft' })
   t.equal(draft.json.data.published_at, null)
+
+  const ahead = await post(t, key, { title: 'Ahead', status: 'published', published_at: future })
+  t.equal(ahead.json.data.published_at, future, 'published with a future date is in effect scheduled')
+  const list = await call(t, await testApp(), { url: '/v1/changelog', key })
+  t.strictSame(list.json.data.map((e: { title: string }) => e.title), ['Now', 'Imported'], 'drafts and future dates are not listed')
 })
 
 t.test('publishing rules refuse contradictory bodies with a 400', async (t) => {

@@ -58,6 +58,8 @@ t.test('title is required to create a translation, and only then', async (t) => 
   t.equal(res.status, 200)
   t.match(res.json.data, { title: 'Bonjour', body: 'Le monde', locale: 'fr' }, 'a later write may send body alone; the title stays')
   t.equal((await translationRows(entry.id)).length, 1, 'one row per locale, whatever the case sent')
+  const noop = await patch(t, key, entry.id, { locale: 'fr' })
+  t.strictSame(noop.json.data, res.json.data, 'an existing locale alone is a no-op answered in that locale')
   t.equal((await get(t, key, `/${entry.id}`)).json.data.body, 'World')
 })
 

@@ -21,6 +21,7 @@ t.test('creating', async (t) => {
   t.strictSame(decidePublishing({ status: 'draft' }, undefined, now), { ok: true, published_at: null })
   t.strictSame(decidePublishing({ status: 'published' }, undefined, now), { ok: true, published_at: 'now' })
   t.strictSame(decidePublishing({ status: 'published', published_at: past }, undefined, now), { ok: true, published_at: new Date(past) }, 'back-dated')
+  t.strictSame(decidePublishing({ status: 'published', published_at: future }, undefined, now), { ok: true, published_at: new Date(future) }, 'a future date: scheduled in effect')
   t.strictSame(decidePublishing({ status: 'scheduled', published_at: future }, undefined, now), { ok: true, published_at: new Date('2026-12-01T08:00:00.000Z') })
   t.strictSame(decidePublishing({ status: 'scheduled' }, undefined, now), refused('is required with status scheduled'))
   t.strictSame(decidePublishing({ status: 'scheduled', published_at: past }, undefined, now), refused('must be in the future with status scheduled'))
