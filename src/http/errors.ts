@@ -88,7 +88,7 @@ function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
   return errors.map((e) => {
     let path = e.instancePath
     let message = e.message ?? 'is invalid'
-    if (e.keyword === 'required') path += `/${String(e.params.missingProperty)}`
+    if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
     if (e.keyword === 'additionalProperties') {
       path += `/${String(e.params.additionalProperty)}`
       message = part === 'body' ? 'is not a field of this request body' : 'is not a parameter of this operation'

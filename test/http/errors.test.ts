@@ -102,3 +102,11 @@ t.test('URLs that cannot be decoded are 4xx problem+json', async (t) => {
     t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
   }
 })
+
+t.test('a field required by another field is reported at the missing field', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'x', published_at: '2026-01-01T00:00:00Z' } })
+  t.equal(res.status, 400)
+  t.same(res.json.errors.map((e: { path: string }) => e.path), ['/status'])
+})
