@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { beta_testers } from '../../src/db/schema.js'
+import { newId } from '../../src/domain/ids.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -60,10 +61,11 @@ t.test('an existing tester is returned unchanged whatever its status, revoked in
   const programId = await createProgram(t, app, key)
   const first = (await call(t, app, { method: 'POST', url: testersUrl(programId), key, body: { email: 'r@example.com' } })).json.data
   const joinedAt = new Date('2026-02-03T04:05:06.789Z')
-  await db.update(beta_testers).set({ status: 'revoked', joined_at: joinedAt, end_user_id: 'eu_1' }).where(eq(beta_testers.id, first.id))
+  const endUserId = newId('eu')
+  await db.update(beta_testers).set({ status: 'revoked', joined_at: joinedAt, end_user_id: endUserId }).where(eq(beta_testers.id, first.id))
   const again = await call(t, app, { method: 'POST', url: testersUrl(programId), key, body: { email: 'r@example.com' } })
   t.equal(again.status, 200)
-  t.same(again.json.data, { ...first, status: 'revoked', joined_at: joinedAt.toISOString(), end_user_id: 'eu_1' })
+  t.same(again.json.data, { ...first, status: 'revoked', joined_at: joinedAt.toISOString(), end_user_id: endUserId })
 })
 
 t.test('50 concurrent enrollments of one email make exactly one tester', async (t) => {
