@@ -43,12 +43,14 @@ export const routes: RouteSpec[] = [
           },
           "limit": {
             "type": "integer",
+            "format": "int32",
             "minimum": 1,
             "maximum": 100,
             "default": 25
           },
           "offset": {
             "type": "integer",
+            "format": "int32",
             "minimum": 0,
             "maximum": 1000000,
             "default": 0
@@ -66,6 +68,7 @@ export const routes: RouteSpec[] = [
           "properties": {
             "data": {
               "type": "array",
+              "maxItems": 100,
               "items": {
                 "type": "object",
                 "additionalProperties": false,
@@ -86,10 +89,12 @@ export const routes: RouteSpec[] = [
                 "properties": {
                   "id": {
                     "type": "string",
+                    "maxLength": 24,
                     "pattern": "^bp_[0-9A-Za-z]{21}$"
                   },
                   "project_id": {
                     "type": "string",
+                    "maxLength": 25,
                     "pattern": "^prj_[0-9A-Za-z]{21}$"
                   },
                   "name": {
@@ -154,6 +159,7 @@ export const routes: RouteSpec[] = [
                       {
                         "type": "string",
                         "format": "date-time",
+                        "maxLength": 24,
                         "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                         "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                       },
@@ -165,6 +171,7 @@ export const routes: RouteSpec[] = [
                   "created_at": {
                     "type": "string",
                     "format": "date-time",
+                    "maxLength": 24,
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
@@ -182,11 +189,13 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "limit": {
                   "type": "integer",
+                  "format": "int32",
                   "minimum": 1,
                   "maximum": 100
                 },
                 "offset": {
                   "type": "integer",
+                  "format": "int32",
                   "minimum": 0,
                   "maximum": 1000000
                 },
@@ -326,10 +335,12 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bp_[0-9A-Za-z]{21}$"
                 },
                 "project_id": {
                   "type": "string",
+                  "maxLength": 25,
                   "pattern": "^prj_[0-9A-Za-z]{21}$"
                 },
                 "name": {
@@ -394,6 +405,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -405,6 +417,7 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -468,10 +481,12 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bp_[0-9A-Za-z]{21}$"
                 },
                 "project_id": {
                   "type": "string",
+                  "maxLength": 25,
                   "pattern": "^prj_[0-9A-Za-z]{21}$"
                 },
                 "name": {
@@ -536,6 +551,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -547,6 +563,7 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -684,10 +701,12 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bp_[0-9A-Za-z]{21}$"
                 },
                 "project_id": {
                   "type": "string",
+                  "maxLength": 25,
                   "pattern": "^prj_[0-9A-Za-z]{21}$"
                 },
                 "name": {
@@ -752,6 +771,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -763,6 +783,7 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -836,12 +857,14 @@ export const routes: RouteSpec[] = [
           },
           "limit": {
             "type": "integer",
+            "format": "int32",
             "minimum": 1,
             "maximum": 100,
             "default": 25
           },
           "offset": {
             "type": "integer",
+            "format": "int32",
             "minimum": 0,
             "maximum": 1000000,
             "default": 0
@@ -859,6 +882,7 @@ export const routes: RouteSpec[] = [
           "properties": {
             "data": {
               "type": "array",
+              "maxItems": 100,
               "items": {
                 "type": "object",
                 "additionalProperties": false,
@@ -876,10 +900,12 @@ export const routes: RouteSpec[] = [
                 "properties": {
                   "id": {
                     "type": "string",
+                    "maxLength": 24,
                     "pattern": "^bt_[0-9A-Za-z]{21}$"
                   },
                   "beta_program_id": {
                     "type": "string",
+                    "maxLength": 24,
                     "pattern": "^bp_[0-9A-Za-z]{21}$"
                   },
                   "email": {
@@ -888,6 +914,7 @@ export const routes: RouteSpec[] = [
                   },
                   "token": {
                     "type": "string",
+                    "maxLength": 32,
                     "pattern": "^[A-Za-z0-9_-]{32}$",
                     "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
                   },
@@ -911,11 +938,14 @@ export const routes: RouteSpec[] = [
                     "type": [
                       "string",
                       "null"
-                    ]
+                    ],
+                    "maxLength": 24,
+                    "pattern": "^eu_[0-9A-Za-z]{21}$"
                   },
                   "invited_at": {
                     "type": "string",
                     "format": "date-time",
+                    "maxLength": 24,
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   },
@@ -924,6 +954,7 @@ export const routes: RouteSpec[] = [
                       {
                         "type": "string",
                         "format": "date-time",
+                        "maxLength": 24,
                         "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                         "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                       },
@@ -946,11 +977,13 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "limit": {
                   "type": "integer",
+                  "format": "int32",
                   "minimum": 1,
                   "maximum": 100
                 },
                 "offset": {
                   "type": "integer",
+                  "format": "int32",
                   "minimum": 0,
                   "maximum": 1000000
                 },
@@ -1030,10 +1063,12 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bt_[0-9A-Za-z]{21}$"
                 },
                 "beta_program_id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bp_[0-9A-Za-z]{21}$"
                 },
                 "email": {
@@ -1042,6 +1077,7 @@ export const routes: RouteSpec[] = [
                 },
                 "token": {
                   "type": "string",
+                  "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
                   "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
                 },
@@ -1065,11 +1101,14 @@ export const routes: RouteSpec[] = [
                   "type": [
                     "string",
                     "null"
-                  ]
+                  ],
+                  "maxLength": 24,
+                  "pattern": "^eu_[0-9A-Za-z]{21}$"
                 },
                 "invited_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 },
@@ -1078,6 +1117,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -1114,10 +1154,12 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bt_[0-9A-Za-z]{21}$"
                 },
                 "beta_program_id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bp_[0-9A-Za-z]{21}$"
                 },
                 "email": {
@@ -1126,6 +1168,7 @@ export const routes: RouteSpec[] = [
                 },
                 "token": {
                   "type": "string",
+                  "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
                   "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
                 },
@@ -1149,11 +1192,14 @@ export const routes: RouteSpec[] = [
                   "type": [
                     "string",
                     "null"
-                  ]
+                  ],
+                  "maxLength": 24,
+                  "pattern": "^eu_[0-9A-Za-z]{21}$"
                 },
                 "invited_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 },
@@ -1162,6 +1208,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -1231,10 +1278,12 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bt_[0-9A-Za-z]{21}$"
                 },
                 "beta_program_id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^bp_[0-9A-Za-z]{21}$"
                 },
                 "email": {
@@ -1243,6 +1292,7 @@ export const routes: RouteSpec[] = [
                 },
                 "token": {
                   "type": "string",
+                  "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
                   "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
                 },
@@ -1266,11 +1316,14 @@ export const routes: RouteSpec[] = [
                   "type": [
                     "string",
                     "null"
-                  ]
+                  ],
+                  "maxLength": 24,
+                  "pattern": "^eu_[0-9A-Za-z]{21}$"
                 },
                 "invited_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 },
@@ -1279,6 +1332,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -1351,12 +1405,14 @@ export const routes: RouteSpec[] = [
           },
           "limit": {
             "type": "integer",
+            "format": "int32",
             "minimum": 1,
             "maximum": 100,
             "default": 20
           },
           "offset": {
             "type": "integer",
+            "format": "int32",
             "minimum": 0,
             "maximum": 1000000,
             "default": 0
@@ -1374,6 +1430,7 @@ export const routes: RouteSpec[] = [
           "properties": {
             "data": {
               "type": "array",
+              "maxItems": 100,
               "items": {
                 "type": "object",
                 "additionalProperties": false,
@@ -1392,6 +1449,7 @@ export const routes: RouteSpec[] = [
                 "properties": {
                   "id": {
                     "type": "string",
+                    "maxLength": 24,
                     "pattern": "^ch_[0-9A-Za-z]{21}$"
                   },
                   "title": {
@@ -1417,6 +1475,7 @@ export const routes: RouteSpec[] = [
                       {
                         "type": "string",
                         "format": "date-time",
+                        "maxLength": 24,
                         "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                         "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                       },
@@ -1440,12 +1499,14 @@ export const routes: RouteSpec[] = [
                   "created_at": {
                     "type": "string",
                     "format": "date-time",
+                    "maxLength": 24,
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   },
                   "updated_at": {
                     "type": "string",
                     "format": "date-time",
+                    "maxLength": 24,
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
@@ -1463,11 +1524,13 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "limit": {
                   "type": "integer",
+                  "format": "int32",
                   "minimum": 1,
                   "maximum": 100
                 },
                 "offset": {
                   "type": "integer",
+                  "format": "int32",
                   "minimum": 0,
                   "maximum": 1000000
                 },
@@ -1594,6 +1657,7 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^ch_[0-9A-Za-z]{21}$"
                 },
                 "title": {
@@ -1619,6 +1683,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -1642,12 +1707,14 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 },
                 "updated_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -1716,6 +1783,7 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^ch_[0-9A-Za-z]{21}$"
                 },
                 "title": {
@@ -1741,6 +1809,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -1764,12 +1833,14 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 },
                 "updated_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -1887,6 +1958,7 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 24,
                   "pattern": "^ch_[0-9A-Za-z]{21}$"
                 },
                 "title": {
@@ -1912,6 +1984,7 @@ export const routes: RouteSpec[] = [
                     {
                       "type": "string",
                       "format": "date-time",
+                      "maxLength": 24,
                       "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                       "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                     },
@@ -1935,12 +2008,14 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 },
                 "updated_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -2054,6 +2129,7 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 25,
                   "pattern": "^prj_[0-9A-Za-z]{21}$"
                 },
                 "name": {
@@ -2075,6 +2151,7 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -2082,6 +2159,7 @@ export const routes: RouteSpec[] = [
             },
             "api_key": {
               "type": "string",
+              "maxLength": 44,
               "pattern": "^fbk_[A-Za-z0-9_-]{40}$",
               "description": "The API key itself. Shown once; store it in your secret manager."
             }
@@ -2136,6 +2214,7 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 25,
                   "pattern": "^prj_[0-9A-Za-z]{21}$"
                 },
                 "name": {
@@ -2157,6 +2236,7 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -2236,6 +2316,7 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 25,
                   "pattern": "^prj_[0-9A-Za-z]{21}$"
                 },
                 "name": {
@@ -2257,6 +2338,7 @@ export const routes: RouteSpec[] = [
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -2312,16 +2394,19 @@ export const routes: RouteSpec[] = [
               "properties": {
                 "id": {
                   "type": "string",
+                  "maxLength": 25,
                   "pattern": "^key_[0-9A-Za-z]{21}$"
                 },
                 "prefix": {
                   "type": "string",
+                  "maxLength": 8,
                   "pattern": "^fbk_[A-Za-z0-9_-]{4}$",
                   "description": "The key's first characters, to recognise it in a list."
                 },
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
+                  "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
@@ -2329,6 +2414,7 @@ export const routes: RouteSpec[] = [
             },
             "api_key": {
               "type": "string",
+              "maxLength": 44,
               "pattern": "^fbk_[A-Za-z0-9_-]{40}$",
               "description": "The API key itself. Shown once; store it in your secret manager."
             }
@@ -2472,7 +2558,8 @@ export const routes: RouteSpec[] = [
           "description": "An OpenAPI 3.1 document.",
           "properties": {
             "openapi": {
-              "type": "string"
+              "type": "string",
+              "maxLength": 16
             },
             "info": {
               "type": "object",

@@ -52,7 +52,15 @@ function objectSchema(params: JsonObject[]): JsonObject {
   const properties: JsonObject = {}
   const required: string[] = []
   for (const p of params) {
-    properties[p.name as string] = inline(p.schema) as JsonObject
+    // Path parameters are ids. The handlers check their shape, so that a malformed id is a
+    // 404 after the body is validated (the contract orders 400 before 404); the bounds in the
+    // spec document valid ids for clients but are not enforced as a 400 here.
+    const schema = inline(p.schema) as JsonObject
+    if (p.in === 'path') {
+      delete schema.maxLength
+      delete schema.pattern
+    }
+    properties[p.name as string] = schema
     if (p.required) required.push(p.name as string)
   }
   return { type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) }

@@ -46,13 +46,18 @@ export function invalidField(part: FieldError['in'], path: string, message: stri
   return new ApiError('validation_failed', `${part}${path} ${message}`, { errors: [{ in: part, path, message }] })
 }
 
+const MAX_ERRORS = 100
+const MAX_TEXT = 1024
+// A client may send a field name of any length; what we echo back stays within the spec's bounds.
+const clip = (text: string, max = MAX_TEXT) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
+
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   const body: Problem = {
     type: 'about:blank',
     title: STATUS_CODES[error.status] ?? 'Error',
     status: error.status,
     code: error.code,
-    detail: error.detail,
+    detail: clip(error.detail, 2048),
     ...(error.options.errors ? { errors: error.options.errors } : {}),
     request_id: request.id,
   }
@@ -85,7 +90,7 @@ interface AjvError {
 }
 
 function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
-  return errors.map((e) => {
+  return errors.slice(0, MAX_ERRORS).map((e) => {
     let path = e.instancePath
     let message = e.message ?? 'is invalid'
     if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
@@ -97,7 +102,7 @@ function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
       const description = e.parentSchema?.description?.trim()
       message = description ? `is invalid: ${description.split('\n')[0]}` : message
     }
-    return { in: part, path, message }
+    return { in: part, path: clip(path), message: clip(message) }
   })
 }
 

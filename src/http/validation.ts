@@ -22,7 +22,7 @@ export function isDateTime(value: string): boolean {
 
 function makeAjv(options: Options): Ajv2020 {
   const ajv = new Ajv2020({ strict: true, allErrors: true, verbose: true, unicodeRegExp: true, ...options })
-  formats.default(ajv, { mode: 'full', formats: ['uri', 'email'] })
+  formats.default(ajv, { mode: 'full', formats: ['uri', 'email', 'int32', 'int64'] })
   ajv.addFormat('date-time', { type: 'string', validate: isDateTime })
   return ajv
 }

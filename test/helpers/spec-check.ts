@@ -12,7 +12,7 @@ type AnyObject = Record<string, any> // eslint-disable-line @typescript-eslint/n
 export const spec = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as AnyObject
 
 const ajv = new Ajv2020({ strict: false, allErrors: true })
-formats.default(ajv, { mode: 'full', formats: ['uri', 'email'] })
+formats.default(ajv, { mode: 'full', formats: ['uri', 'email', 'int32', 'int64'] })
 ajv.addFormat('date-time', { type: 'string', validate: isDateTime })
 ajv.addSchema(spec, 'openapi')
 

@@ -110,3 +110,22 @@ t.test('a field required by another field is reported at the missing field', asy
   t.equal(res.status, 400)
   t.same(res.json.errors.map((e: { path: string }) => e.path), ['/status'])
 })
+
+t.test('what a problem echoes back stays within the documented bounds', async (t) => {
+  const app = await testApp()
+  const many = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`field_${i}`, i]))
+  const res = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name: 'x', ...many } })
+  t.equal(res.status, 400)
+  t.equal(res.json.errors.length, 100, 'the first 100 failures')
+  const long = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name: 'x', ['f'.repeat(5000)]: 1 } })
+  t.equal(long.status, 400)
+  t.ok(long.json.errors[0].path.length <= 1024)
+  t.ok(long.json.detail.length <= 2048)
+})
+
+t.test('an id longer than any real one is 404, not 400', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const res = await call(t, app, { url: `/v1/changelog/ch_${'a'.repeat(100)}`, key })
+  t.equal(res.status, 404)
+})
