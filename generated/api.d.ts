@@ -682,7 +682,7 @@ export interface components {
              * @description Stable machine-readable error code.
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "invalid_transition" | "program_closed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
+            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "invalid_transition" | "program_closed" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
             /** @description A human-readable explanation of this occurrence. */
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */
@@ -830,6 +830,31 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The representation still matches `If-None-Match`; the body is empty. */
+        NotModified: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                ETag: components["headers"]["ETag"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description `precondition_failed`: the resource changed since the `If-Match` tag was read; nothing was changed. */
+        PreconditionFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /**
          * @description `rate_limited`: more requests a minute with this API key than the limit (1200 by default).
          *     Wait `Retry-After` seconds. Every response to an authenticated operation carries the
@@ -879,6 +904,13 @@ export interface components {
         };
     };
     parameters: {
+        /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+        IfNoneMatch: string;
+        /**
+         * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
+         *     `412 precondition_failed` and nothing changed when the resource has changed since.
+         */
+        IfMatch: string;
         /** @description Page size, 1 to 100. */
         Limit25: number;
         /** @description Page size, 1 to 100. */
@@ -906,6 +938,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description A strong entity tag of this representation, for `If-None-Match` and `If-Match`. */
+        ETag: string;
+        /** @description Always `private, no-cache`; revalidate with `If-None-Match`. */
+        "Cache-Control": "private, no-cache";
+        /** @description Always `Authorization`. */
+        Vary: "Authorization";
         /** @description The request's id, also in the server's log line for it. */
         "X-Request-Id": string;
         /** @description Requests allowed per minute with this API key (IETF RateLimit header fields draft). */
@@ -931,7 +969,10 @@ export interface operations {
                 /** @description Number of items to skip, 0 to 1000000. */
                 offset?: components["parameters"]["Offset"];
             };
-            header?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -944,12 +985,16 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["BetaProgramList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBeta"];
@@ -998,7 +1043,10 @@ export interface operations {
     getBetaProgram: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description A beta program id (`bp_...`). Any other value is `404`. */
                 id: components["parameters"]["ProgramId"];
@@ -1014,12 +1062,16 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["BetaProgramEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBeta"];
@@ -1032,7 +1084,13 @@ export interface operations {
     deleteBetaProgram: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description A beta program id (`bp_...`). Any other value is `404`. */
                 id: components["parameters"]["ProgramId"];
@@ -1056,6 +1114,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBetaOrPlan"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1064,7 +1123,13 @@ export interface operations {
     updateBetaProgram: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description A beta program id (`bp_...`). Any other value is `404`. */
                 id: components["parameters"]["ProgramId"];
@@ -1084,6 +1149,9 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1095,6 +1163,7 @@ export interface operations {
             403: components["responses"]["ForbiddenBetaOrPlan"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["InvalidTransition"];
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -1112,7 +1181,10 @@ export interface operations {
                 /** @description Number of items to skip, 0 to 1000000. */
                 offset?: components["parameters"]["Offset"];
             };
-            header?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
                 program_id: components["parameters"]["TesterProgramId"];
@@ -1128,12 +1200,16 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["BetaTesterList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBeta"];
@@ -1201,7 +1277,10 @@ export interface operations {
     getBetaTester: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
                 program_id: components["parameters"]["TesterProgramId"];
@@ -1219,12 +1298,16 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["BetaTesterEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBeta"];
@@ -1237,7 +1320,13 @@ export interface operations {
     deleteBetaTester: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
                 program_id: components["parameters"]["TesterProgramId"];
@@ -1263,6 +1352,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBetaOrPlan"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1278,7 +1368,10 @@ export interface operations {
                 /** @description Number of items to skip, 0 to 1000000. */
                 offset?: components["parameters"]["Offset"];
             };
-            header?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1291,12 +1384,16 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ChangelogEntryList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
@@ -1347,7 +1444,10 @@ export interface operations {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
             };
-            header?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description A changelog entry id (`ch_...`). Any other value is `404`. */
                 id: components["parameters"]["EntryId"];
@@ -1363,12 +1463,16 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ChangelogEntryEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -1383,7 +1487,13 @@ export interface operations {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description A changelog entry id (`ch_...`). Any other value is `404`. */
                 id: components["parameters"]["EntryId"];
@@ -1407,6 +1517,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenPlan"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1415,7 +1526,13 @@ export interface operations {
     updateChangelogEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description A changelog entry id (`ch_...`). Any other value is `404`. */
                 id: components["parameters"]["EntryId"];
@@ -1435,6 +1552,9 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1445,6 +1565,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenPlan"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

@@ -13,6 +13,7 @@ import { handlers } from './handlers/index.js'
 import { ApiError, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
 import { registerJsonParser } from './http/json-parser.js'
+import { registerConditionalRequests } from './http/conditional.js'
 import { registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
@@ -102,6 +103,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   ctx.spec.json = app.swagger()
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
 
+  registerConditionalRequests(app)
   await registerRateLimit(app, config)
   registerRoutes(app, ctx, handlers)
   return app

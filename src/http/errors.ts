@@ -19,6 +19,7 @@ const STATUS: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   invalid_transition: 409,
   program_closed: 409,
+  precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
