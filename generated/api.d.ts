@@ -908,7 +908,9 @@ export interface components {
         IfNoneMatch: string;
         /**
          * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-         *     `412 precondition_failed` and nothing changed when the resource has changed since.
+         *     `412 precondition_failed` and nothing changed when the resource has changed since. The
+         *     check runs just before the write: it stops lost updates between a read and a write, but
+         *     two writers sending the same tag at the same instant may both pass.
          */
         IfMatch: string;
         /** @description Page size, 1 to 100. */
@@ -1087,7 +1089,9 @@ export interface operations {
             header?: {
                 /**
                  * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
+                 *     check runs just before the write: it stops lost updates between a read and a write, but
+                 *     two writers sending the same tag at the same instant may both pass.
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -1126,7 +1130,9 @@ export interface operations {
             header?: {
                 /**
                  * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
+                 *     check runs just before the write: it stops lost updates between a read and a write, but
+                 *     two writers sending the same tag at the same instant may both pass.
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -1323,7 +1329,9 @@ export interface operations {
             header?: {
                 /**
                  * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
+                 *     check runs just before the write: it stops lost updates between a read and a write, but
+                 *     two writers sending the same tag at the same instant may both pass.
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -1490,7 +1498,9 @@ export interface operations {
             header?: {
                 /**
                  * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
+                 *     check runs just before the write: it stops lost updates between a read and a write, but
+                 *     two writers sending the same tag at the same instant may both pass.
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -1529,7 +1539,9 @@ export interface operations {
             header?: {
                 /**
                  * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since.
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
+                 *     check runs just before the write: it stops lost updates between a read and a write, but
+                 *     two writers sending the same tag at the same instant may both pass.
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
