@@ -235,6 +235,8 @@ export interface paths {
          * Create a project and its first API key
          * @description Creates a project (`plan` `free` and `beta_enabled` `false` unless sent) and its first
          *     API key. The key is shown in this response only; the service keeps a SHA-256 hash.
+         *     `Idempotency-Key` is not supported here: the answer holds a secret, and no answer that
+         *     holds one is ever stored.
          */
         post: operations["adminCreateProject"];
         delete?: never;
@@ -287,6 +289,7 @@ export interface paths {
          * Issue an API key
          * @description Issues one more API key for the project (for rotation: issue a new key, deploy it,
          *     then revoke the old one). The key is shown in this response only. No request body.
+         *     `Idempotency-Key` is not supported here, since the answer holds a secret.
          */
         post: operations["adminCreateApiKey"];
         delete?: never;
@@ -682,7 +685,7 @@ export interface components {
              * @description Stable machine-readable error code.
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "invalid_transition" | "program_closed" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
+            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
             /** @description A human-readable explanation of this occurrence. */
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */
@@ -830,6 +833,45 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `idempotency_in_progress`: a request with this `Idempotency-Key` is still running; retry shortly. */
+        IdempotencyInProgress: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `program_closed` (the program is closed to enrollment) or `idempotency_in_progress`. */
+        EnrollConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `idempotency_key_reused`: this `Idempotency-Key` came with a different request. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The representation still matches `If-None-Match`; the body is empty. */
         NotModified: {
             headers: {
@@ -904,6 +946,16 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+         *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+         *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+         *     and body, and nothing is written again. The same key with another body is
+         *     `422 idempotency_key_reused`; a retry while the first request still runs is
+         *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+         *     its retry runs again.
+         */
+        IdempotencyKey: string;
         /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
         IfNoneMatch: string;
         /**
@@ -940,6 +992,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description `true` when this answer is the stored answer to an earlier request with the same `Idempotency-Key`. */
+        "Idempotency-Replayed": "true";
         /** @description A strong entity tag of this representation, for `If-None-Match` and `If-Match`. */
         ETag: string;
         /** @description Always `private, no-cache`; revalidate with `If-None-Match`. */
@@ -1008,7 +1062,18 @@ export interface operations {
     createBetaProgram: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+                 *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+                 *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+                 *     and body, and nothing is written again. The same key with another body is
+                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+                 *     its retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1023,6 +1088,7 @@ export interface operations {
                 headers: {
                     Location: components["headers"]["Location"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1035,8 +1101,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBetaOrPlan"];
+            409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1228,7 +1296,18 @@ export interface operations {
     enrollBetaTester: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+                 *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+                 *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+                 *     and body, and nothing is written again. The same key with another body is
+                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+                 *     its retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
                 program_id: components["parameters"]["TesterProgramId"];
@@ -1245,6 +1324,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1259,6 +1339,7 @@ export interface operations {
                 headers: {
                     Location: components["headers"]["Location"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1272,9 +1353,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenBetaOrPlan"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["ProgramClosed"];
+            409: components["responses"]["EnrollConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1412,7 +1494,18 @@ export interface operations {
     createChangelogEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+                 *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+                 *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+                 *     and body, and nothing is written again. The same key with another body is
+                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+                 *     its retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1427,6 +1520,7 @@ export interface operations {
                 headers: {
                     Location: components["headers"]["Location"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1439,8 +1533,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenPlan"];
+            409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -14,6 +14,7 @@ import { ApiError, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { registerConditionalRequests } from './http/conditional.js'
+import { registerIdempotency } from './http/idempotency.js'
 import { registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
@@ -104,6 +105,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
 
   registerConditionalRequests(app)
+  registerIdempotency(app, ctx)
   await registerRateLimit(app, config)
   registerRoutes(app, ctx, handlers)
   return app

@@ -141,3 +141,28 @@ export const changelog_translations = pgTable(
   },
   (t) => [primaryKey({ columns: [t.entry_id, t.locale_key] })],
 )
+
+/**
+ * Idempotency-Key records (Stripe / IETF semantics): the first request with a key claims it,
+ * and its 2xx response is kept for 24 hours to be replayed to retries with the same body.
+ * `scope` is the project id.
+ */
+export const idempotency_keys = pgTable(
+  'idempotency_keys',
+  {
+    scope: text('scope').notNull(),
+    key: text('key').notNull(),
+    /** SHA-256 of the method, path and body: a retry must send the very same request. */
+    request_hash: text('request_hash').notNull(),
+    state: text('state', { enum: ['in_progress', 'done'] }).notNull().default('in_progress'),
+    response_status: integer('response_status'),
+    response_location: text('response_location'),
+    response_body: text('response_body'),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.scope, t.key] }),
+    index('idempotency_keys_created_idx').on(t.created_at),
+    check('idempotency_keys_state_check', sql`${t.state} in ('in_progress', 'done')`),
+  ],
+)

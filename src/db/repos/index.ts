@@ -1,5 +1,6 @@
 import type { Database } from '../client.js'
 import { changelogRepo } from './changelog.js'
+import { idempotencyRepo } from './idempotency.js'
 import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
 import { testersRepo } from './testers.js'
@@ -11,6 +12,7 @@ export function makeRepos(db: Database) {
     programs: programsRepo(db),
     testers: testersRepo(db),
     changelog: changelogRepo(db),
+    idempotency: idempotencyRepo(db),
   }
 }
 

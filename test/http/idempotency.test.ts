@@ -1,0 +1,91 @@
+// Idempotency-Key on POST: replay of the stored 2xx, one row written, 422 for another body,
+// 409 while the first still runs, nothing kept for failures, keys scoped per project.
+import t from 'tap'
+import { call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
+import { sql } from 'drizzle-orm'
+
+t.test('a retry with the same key and body replays the answer and writes nothing', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const headers = { 'idempotency-key': 'create-dark-mode-1' }
+  const body = { title: 'Dark mode', status: 'published' }
+  const first = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body, headers })
+  t.equal(first.status, 201)
+  t.notOk(first.headers['idempotency-replayed'])
+  const retry = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body, headers })
+  t.equal(retry.status, 201)
+  t.equal(retry.headers['idempotency-replayed'], 'true')
+  t.equal(retry.raw, first.raw, 'the very same body')
+  t.equal(retry.headers.location, first.headers.location)
+  const list = await call(t, app, { url: '/v1/changelog', key })
+  t.equal(list.json.data.length, 1, 'one entry written')
+})
+
+t.test('the same key with another body is 422; concurrent duplicates write one row', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const headers = { 'idempotency-key': 'k-422' }
+  await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'One' }, headers })
+  const other = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Two' }, headers })
+  t.equal(other.status, 422)
+  t.equal(other.json.code, 'idempotency_key_reused')
+
+  const parallel = await Promise.all(
+    Array.from({ length: 10 }, () => call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Raced' }, headers: { 'idempotency-key': 'k-race' } })),
+  )
+  const statuses = parallel.map((r) => r.status)
+  t.ok(statuses.every((s) => s === 201 || s === 409), `201 or 409 only: ${statuses.join(',')}`)
+  t.ok(parallel.filter((r) => r.status === 409).every((r) => r.json.code === 'idempotency_in_progress'))
+  const programs = await call(t, app, { url: '/v1/beta/programs?limit=100', key })
+  t.equal(programs.json.data.filter((p: { name: string }) => p.name === 'Raced').length, 1, 'one program written')
+})
+
+t.test('failures are not stored: a retry after a 4xx runs again', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const headers = { 'idempotency-key': 'k-fail' }
+  const invalid = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: '' }, headers })
+  t.equal(invalid.status, 400)
+  const program = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Closed', status: 'closed' } })
+  const closed = await call(t, app, { method: 'POST', url: `/v1/beta/programs/${program.json.data.id}/testers`, key, body: { email: 'a@b.co' }, headers: { 'idempotency-key': 'k-closed' } })
+  t.equal(closed.status, 409)
+  await call(t, app, { method: 'PATCH', url: `/v1/beta/programs/${program.json.data.id}`, key, body: { status: 'active' } })
+  const retried = await call(t, app, { method: 'POST', url: `/v1/beta/programs/${program.json.data.id}/testers`, key, body: { email: 'a@b.co' }, headers: { 'idempotency-key': 'k-closed' } })
+  t.equal(retried.status, 201, 'the retry ran once the program reopened')
+  t.notOk(retried.headers['idempotency-replayed'])
+  const valid = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'ok' }, headers })
+  t.equal(valid.status, 201, 'a key whose request failed validation is free')
+})
+
+t.test('keys are per project, and malformed keys are 400', async (t) => {
+  const app = await testApp()
+  const a = await createProject()
+  const b = await createProject()
+  const headers = { 'idempotency-key': 'shared-name' }
+  const ra = await call(t, app, { method: 'POST', url: '/v1/changelog', key: a.key, body: { title: 'A' }, headers })
+  const rb = await call(t, app, { method: 'POST', url: '/v1/changelog', key: b.key, body: { title: 'A' }, headers })
+  t.equal(rb.status, 201)
+  t.notOk(rb.headers['idempotency-replayed'], "another project's key of the same name is unrelated")
+  t.not(rb.json.data.id, ra.json.data.id)
+  for (const bad of ['', 'x'.repeat(256), 'tab\tkey', 'é']) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key: a.key, body: { title: 'A' }, headers: { 'idempotency-key': bad } })
+    t.equal(res.status, 400, JSON.stringify(bad).slice(0, 20))
+    t.equal(res.json.errors[0].in, 'header')
+  }
+  const max = await call(t, app, { method: 'POST', url: '/v1/changelog', key: a.key, body: { title: 'A' }, headers: { 'idempotency-key': 'k'.repeat(255) } })
+  t.equal(max.status, 201)
+})
+
+t.test('the operator API ignores Idempotency-Key: its answers hold secrets that are never stored', async (t) => {
+  const app = await testApp()
+  const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': 'admin-key' }
+  const first = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers, body: { name: 'Twice' } })
+  const second = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers, body: { name: 'Twice' } })
+  t.notOk(second.headers['idempotency-replayed'])
+  t.not(second.json.data.id, first.json.data.id)
+  const { db } = await testDatabase()
+  const stored = await db.execute(sql`select count(*)::int as n from idempotency_keys where response_body like ${'%' + first.json.api_key + '%'}`)
+  t.equal((stored as unknown as { rows?: { n: number }[] }).rows?.[0]?.n ?? (stored as unknown as { n: number }[])[0]?.n, 0, 'no API key in the idempotency table')
+})
