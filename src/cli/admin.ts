@@ -39,6 +39,15 @@ function beta(value: string | undefined): boolean | undefined {
   throw new ApiError('validation_failed', '--beta takes on or off')
 }
 
+/** The request body the options stand for; the operation's schema then checks it. */
+function projectBody(values: { name?: string; plan?: string; beta?: string }) {
+  return {
+    ...(values.name !== undefined ? { name: values.name } : {}),
+    ...(values.plan !== undefined ? { plan: values.plan } : {}),
+    ...(values.beta !== undefined ? { beta_enabled: beta(values.beta) } : {}),
+  }
+}
+
 /** Runs one command; resolves to what it prints. Throws ApiError for bad input. */
 export async function runAdminCommand(argv: string[], config: Config, database: DbHandle): Promise<unknown> {
   const { positionals, values } = parseArgs({
@@ -55,11 +64,7 @@ export async function runAdminCommand(argv: string[], config: Config, database: 
   switch (command) {
     case 'create-project': {
       want(0)
-      const body = {
-        ...(values.name !== undefined ? { name: values.name } : {}),
-        ...(values.plan !== undefined ? { plan: values.plan } : {}),
-        ...(values.beta !== undefined ? { beta_enabled: beta(values.beta) } : {}),
-      }
+      const body = projectBody(values)
       checkBody('adminCreateProject', body)
       return (await admin.adminCreateProject({ body } as never, ctx)).body
     }
@@ -68,11 +73,7 @@ export async function runAdminCommand(argv: string[], config: Config, database: 
       return (await admin.adminGetProject({ params: { id: args[0] } } as never, ctx)).body
     case 'update-project': {
       want(1)
-      const body = {
-        ...(values.name !== undefined ? { name: values.name } : {}),
-        ...(values.plan !== undefined ? { plan: values.plan } : {}),
-        ...(values.beta !== undefined ? { beta_enabled: beta(values.beta) } : {}),
-      }
+      const body = projectBody(values)
       checkBody('adminUpdateProject', body)
       return (await admin.adminUpdateProject({ params: { id: args[0] }, body } as never, ctx)).body
     }
