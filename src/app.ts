@@ -39,6 +39,18 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The router refuses a URL it cannot decode (the client's malformed request: 400) and a path
+ * segment over maxParamLength (longer than any id, so an id of the wrong shape: 404).
+ */
+function routerProblem(error: FastifyError): ApiError {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return new ApiError('not_found', 'No such resource.')
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return new ApiError('validation_failed', 'The URL is not valid percent-encoded UTF-8.', { errors: [{ in: 'path', path: '', message: 'is not valid percent-encoding' }] })
+  }
+  return toApiError(error)
+}
+
 export interface BuildOptions {
   /** Overrides the logger, for tests that read the log lines. */
   logger?: { stream: NodeJS.WritableStream }
@@ -58,7 +70,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // Errors found before routing (a URL that cannot be decoded) skip the hooks: set the id here.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id)
-      sendProblem(request, reply, toApiError(error as FastifyError))
+      sendProblem(request, reply, routerProblem(error as FastifyError))
     },
   })
 
@@ -102,7 +114,20 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   await app.register(swagger, { mode: 'static', specification: { document: ctx.spec.json as never } })
   ctx.spec.json = app.swagger()
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
+  await app.register(scalar, {
+    routePrefix: '/docs',
+    configuration: { url: '/openapi.json' },
+    // The reference takes no query parameters; like every operation, it refuses unknown ones.
+    hooks: {
+      onRequest: async (request) => {
+        const names = Object.keys(request.query as object)
+        if (names.length) {
+          const errors = names.slice(0, 100).map((name) => ({ in: 'query' as const, path: `/${name}`, message: 'is not a parameter of this operation' }))
+          throw new ApiError('validation_failed', `query/${names[0]} is not a parameter of this operation`, { errors })
+        }
+      },
+    },
+  })
 
   registerConditionalRequests(app)
   registerIdempotency(app, ctx)

@@ -51,7 +51,8 @@ export function invalidField(part: FieldError['in'], path: string, message: stri
 
 const MAX_ERRORS = 100
 const MAX_TEXT = 1024
-// A client may send a field name of any length; what we echo back stays within the spec's bounds.
+// A client may send any number of fields with names of any length; what a problem echoes back
+// stays within the spec's bounds.
 const clip = (text: string, max = MAX_TEXT) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
@@ -61,16 +62,17 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
     status: error.status,
     code: error.code,
     detail: clip(error.detail, 2048),
-    ...(error.options.errors ? { errors: error.options.errors } : {}),
+    ...(error.options.errors ? { errors: error.options.errors.slice(0, MAX_ERRORS).map((e) => ({ ...e, path: clip(e.path), message: clip(e.message) })) } : {}),
     request_id: request.id,
   }
   if (error.options.headers) reply.headers(error.options.headers)
   return reply.code(error.status).type('application/problem+json').send(body)
 }
 
-// SQLSTATE classes and driver codes that mean "the database is not there", not "the query was
-// wrong": 08 connection exceptions, 57P0x shutdown / cannot connect now, 53300 too many clients.
-const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|53300)/
+// SQLSTATE classes and driver codes that mean "the database cannot serve this now", not "the
+// query was wrong": 08 connection exceptions, 57P0x shutdown / cannot connect now, 57014 a
+// statement cancelled by statement_timeout, 53300 too many clients.
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|57014|53300)/
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
 
 export function isUnavailable(error: unknown): boolean {
@@ -93,7 +95,7 @@ interface AjvError {
 }
 
 function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
-  return errors.slice(0, MAX_ERRORS).map((e) => {
+  return errors.map((e) => {
     let path = e.instancePath
     let message = e.message ?? 'is invalid'
     if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
@@ -105,7 +107,7 @@ function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
       const description = e.parentSchema?.description?.trim()
       message = description ? `is invalid: ${description.split('\n')[0]}` : message
     }
-    return { in: part, path: clip(path), message: clip(message) }
+    return { in: part, path, message }
   })
 }
 

@@ -4,9 +4,30 @@ import type { FastifyInstance } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { ApiError } from './errors.js'
 
-// PostgreSQL text cannot hold U+0000. Refusing it here, as a 400, keeps it from ever reaching
-// the database and failing there as a 500. An escaped backslash before "u0000" is plain text.
-const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/i
+/**
+ * The first string (value or key) PostgreSQL text could not hold as sent: U+0000, or a lone
+ * UTF-16 surrogate (one backend refuses it, the other silently stores U+FFFD). Walked with an
+ * explicit stack, since bodies may nest deeper than the call stack.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+function unstorableString(value: unknown): string | undefined {
+  const stack: unknown[] = [value]
+  while (stack.length) {
+    const node = stack.pop()
+    if (typeof node === 'string') {
+      if (node.includes('\u0000')) return 'must not contain the NUL character (\\u0000)'
+      if (LONE_SURROGATE.test(node)) return 'must not contain a lone UTF-16 surrogate'
+    } else if (Array.isArray(node)) {
+      stack.push(...node)
+    } else if (node && typeof node === 'object') {
+      for (const [key, child] of Object.entries(node)) stack.push(key, child)
+    }
+  }
+  return undefined
+}
+
+const refuse = (message: string) => new ApiError('validation_failed', `body ${message}`, { errors: [{ in: 'body', path: '', message }] })
 
 export function registerJsonParser(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
@@ -19,13 +40,12 @@ export function registerJsonParser(app: FastifyInstance, bodyLimit: number): voi
       value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
     } catch (error) {
       if (error instanceof SyntaxError && /forbidden prototype property/.test(error.message)) {
-        return done(new ApiError('validation_failed', 'The body must not set __proto__ or constructor.prototype.', { errors: [{ in: 'body', path: '', message: 'must not contain __proto__ or constructor.prototype' }] }), undefined)
+        return done(refuse('must not contain __proto__ or constructor.prototype'), undefined)
       }
       return done(new ApiError('invalid_json', 'The body is not valid JSON.'), undefined)
     }
-    if (NUL_ESCAPE.test(text)) {
-      return done(new ApiError('validation_failed', 'Strings must not contain the NUL character (\\u0000).', { errors: [{ in: 'body', path: '', message: 'must not contain \\u0000' }] }), undefined)
-    }
+    const problem = unstorableString(value)
+    if (problem) return done(refuse(problem), undefined)
     done(null, value)
   })
 }

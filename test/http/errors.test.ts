@@ -129,3 +129,15 @@ t.test('an id longer than any real one is 404, not 400', async (t) => {
   const res = await call(t, app, { url: `/v1/changelog/ch_${'a'.repeat(100)}`, key })
   t.equal(res.status, 404)
 })
+
+t.test('strings PostgreSQL text cannot hold are refused with 400, keys included', async (t) => {
+  const app = await testApp()
+  for (const body of ['{"name": "\\u00e9\\udfff"}', '{"name": "\\ud800"}', '{"name": "a\\u0000"}', '{"name": "x", "\\udfff": 1}', '{"name": "ok \\ud83d\\ude80"}']) {
+    const res = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body })
+    if (body.includes('\\ud83d\\ude80')) t.equal(res.status, 201, 'a well-formed pair (an emoji) is fine')
+    else {
+      t.equal(res.status, 400, body)
+      t.equal(res.json.code, 'validation_failed')
+    }
+  }
+})

@@ -80,3 +80,10 @@ t.test('/v1 and /admin/v1 send no CORS headers', async (t) => {
   const preflight = await call(t, app, { method: 'OPTIONS', url: '/v1/changelog', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
   t.notOk(preflight.headers['access-control-allow-origin'])
 })
+
+t.test('the reference page refuses unknown query parameters like every operation', async (t) => {
+  const app = await testApp()
+  const res = await call(t, app, { url: '/docs/?foo=x' })
+  t.equal(res.status, 400)
+  t.equal(res.json.code, 'validation_failed')
+})
