@@ -10,6 +10,8 @@ export interface Config {
   readonly dbPoolSize: number
   /** Seconds postgres.js waits for a connection before the request answers 503. */
   readonly dbConnectTimeout: number
+  /** Milliseconds any one PostgreSQL statement may run before it is cancelled (503). */
+  readonly dbStatementTimeoutMs: number
   readonly adminToken: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   /** Requests a minute per API key (and for the admin token). */
@@ -27,6 +29,7 @@ export const defaults: Config = Object.freeze({
   dataDir: './data',
   dbPoolSize: 10,
   dbConnectTimeout: 5,
+  dbStatementTimeoutMs: 5000,
   adminToken: undefined,
   logLevel: 'info',
   rateLimitPerMinute: 1200,
@@ -63,6 +66,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR || defaults.dataDir,
     dbPoolSize: integer(env, 'DB_POOL_SIZE', defaults.dbPoolSize, 1, 1000),
     dbConnectTimeout: integer(env, 'DB_CONNECT_TIMEOUT', defaults.dbConnectTimeout, 1, 300),
+    dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', defaults.dbStatementTimeoutMs, 100, 600_000),
     adminToken,
     logLevel,
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', defaults.rateLimitPerMinute, 1, 1_000_000),

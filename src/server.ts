@@ -12,6 +12,7 @@ const database = await openDatabase({
   dataDir: config.databaseUrl ? undefined : config.dataDir,
   poolSize: config.dbPoolSize,
   connectTimeout: config.dbConnectTimeout,
+  statementTimeoutMs: config.dbStatementTimeoutMs,
 })
 await database.migrate()
 const app = await buildApp(config, database)

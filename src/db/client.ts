@@ -33,6 +33,8 @@ export interface DbOptions {
   dataDir?: string
   poolSize?: number
   connectTimeout?: number
+  /** PostgreSQL only: cancels any statement running longer, so no request holds the database. */
+  statementTimeoutMs?: number
 }
 
 export async function openDatabase(options: DbOptions): Promise<DbHandle> {
@@ -41,6 +43,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       max: options.poolSize ?? 10,
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
+      connection: { statement_timeout: options.statementTimeoutMs ?? 5000 },
     })
     const db = drizzlePostgres(client, { schema }) as unknown as Database
     return {
