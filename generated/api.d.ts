@@ -494,7 +494,7 @@ export interface components {
             summary?: string | null;
             /**
              * Format: uri
-             * @description An absolute `http` or `https` URL.
+             * @description An absolute `http` or `https` URL with a host.
              */
             access_url?: string | null;
             access_instructions?: string | null;
@@ -511,7 +511,7 @@ export interface components {
             summary?: string | null;
             /**
              * Format: uri
-             * @description An absolute `http` or `https` URL.
+             * @description An absolute `http` or `https` URL with a host.
              */
             access_url?: string | null;
             access_instructions?: string | null;

@@ -269,8 +269,8 @@ export const routes: RouteSpec[] = [
             ],
             "format": "uri",
             "maxLength": 2048,
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://",
-            "description": "An absolute `http` or `https` URL."
+            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+",
+            "description": "An absolute `http` or `https` URL with a host."
           },
           "access_instructions": {
             "type": [
@@ -637,8 +637,8 @@ export const routes: RouteSpec[] = [
             ],
             "format": "uri",
             "maxLength": 2048,
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://",
-            "description": "An absolute `http` or `https` URL."
+            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+",
+            "description": "An absolute `http` or `https` URL with a host."
           },
           "access_instructions": {
             "type": [
@@ -1595,7 +1595,8 @@ export const routes: RouteSpec[] = [
             "items": {
               "type": "string",
               "maxLength": 256,
-              "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+              "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+              "description": "A label of 1 to 32 characters after trimming."
             },
             "default": []
           },
@@ -1900,7 +1901,8 @@ export const routes: RouteSpec[] = [
             "items": {
               "type": "string",
               "maxLength": 256,
-              "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+              "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+              "description": "A label of 1 to 32 characters after trimming."
             }
           },
           "version": {

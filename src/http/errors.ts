@@ -105,7 +105,7 @@ function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
     }
     if (e.keyword === 'pattern' || e.keyword === 'format') {
       const description = e.parentSchema?.description?.trim()
-      message = description ? `is invalid: ${description.split('\n')[0]}` : message
+      message = description ? `is invalid: ${description.replace(/\s+/g, ' ')}` : message
     }
     return { in: part, path, message }
   })

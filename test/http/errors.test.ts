@@ -141,3 +141,13 @@ t.test('strings PostgreSQL text cannot hold are refused with 400, keys included'
     }
   }
 })
+
+t.test('a URL needs a host, and pattern failures explain the rule in words', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const res = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'x', access_url: 'http://' } })
+  t.equal(res.status, 400)
+  t.same(res.json.errors, [{ in: 'body', path: '/access_url', message: 'is invalid: An absolute `http` or `https` URL with a host.' }])
+  const label = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'x', labels: ['a'.repeat(33)] } })
+  t.same(label.json.errors, [{ in: 'body', path: '/labels/0', message: 'is invalid: A label of 1 to 32 characters after trimming.' }])
+})
