@@ -3,6 +3,7 @@ import { newId } from '../../domain/ids.js'
 import { localeKey } from '../../domain/locale.js'
 import type { PublishedAt } from '../../domain/publishing.js'
 import type { Database } from '../client.js'
+import { descNullsLast } from './order.js'
 import { changelog_entries, changelog_translations } from '../schema.js'
 
 export type EntryRow = typeof changelog_entries.$inferSelect
@@ -90,7 +91,7 @@ export function changelogRepo(db: Database) {
   function listQuery(projectId: string, options: ListOptions) {
     return viewQuery(options.locale)
       .where(and(eq(e.project_id, projectId), lte(e.published_at, sql`now()`)))
-      .orderBy(sql`${e.published_at} desc nulls last`, sql`${e.id} desc nulls last`)
+      .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
       .limit(options.limit + 1)
       .offset(options.offset)
   }
