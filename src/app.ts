@@ -66,6 +66,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     bodyLimit: BODY_LIMIT,
+    // Fastify's own 503 while closing is plain JSON without our headers; requests that reach us
+    // while draining are served, since the pool closes only after the server has.
+    return503OnClosing: false,
     routerOptions: { maxParamLength: 200 },
     // Errors found before routing (a URL that cannot be decoded) skip the hooks: set the id here.
     frameworkErrors: (error, request, reply) => {

@@ -44,6 +44,12 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
       connection: { statement_timeout: options.statementTimeoutMs ?? 5000 },
+      // The type query postgres.js runs on each new connection drops its error when that
+      // connection is killed, crashing the process with an unhandled rejection (porsager/postgres
+      // #1192, #1205). Our only array column is text[], which Drizzle parses itself.
+      fetch_types: false,
+      // The default reconnect delay grows to 20 s and is shared by the pool; retry quickly instead.
+      backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
     })
     const db = drizzlePostgres(client, { schema }) as unknown as Database
     return {
