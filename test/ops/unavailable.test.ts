@@ -7,6 +7,7 @@ import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
 import { toApiError } from '../../src/http/errors.js'
 import { call } from '../helpers/app.js'
+import { postgresTestUrl } from '../helpers/db.js'
 
 const someKey = `fbk_${'a'.repeat(40)}`
 
@@ -41,7 +42,7 @@ t.test('embedded database closed: 503 unavailable', async (t) => {
 })
 
 t.test('PostgreSQL: a statement over statement_timeout is cancelled and answered 503', async (t) => {
-  const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/feedback_test'
+  const url = await postgresTestUrl()
   const database = await openDatabase({ databaseUrl: url, statementTimeoutMs: 200 })
   t.teardown(() => database.close())
   const started = Date.now()
