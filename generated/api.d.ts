@@ -571,7 +571,7 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
-        /** @description 1 to 200 characters, not all white space. */
+        /** @description 1 to 200 characters, not all white space; stored exactly as sent (not trimmed). */
         ChangelogTitle: string;
         /** @description Markdown. */
         ChangelogBody: string;

@@ -1580,7 +1580,7 @@ export const routes: RouteSpec[] = [
             "minLength": 1,
             "maxLength": 200,
             "pattern": "\\S",
-            "description": "1 to 200 characters, not all white space."
+            "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
             "type": "string",
@@ -1887,7 +1887,7 @@ export const routes: RouteSpec[] = [
             "minLength": 1,
             "maxLength": 200,
             "pattern": "\\S",
-            "description": "1 to 200 characters, not all white space."
+            "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
             "type": "string",
