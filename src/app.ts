@@ -139,4 +139,3 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   return app
 }
 
-export { ApiError }

@@ -1,7 +1,7 @@
 // The spec defines every route: each operation in generated/routes.ts becomes one Fastify
 // route with the schemas of openapi.yaml, served by the handler of the same operationId.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { routes, type RouteSpec } from '../../generated/routes.js'
+import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
 import { rateLimitFor } from './rate-limit.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
@@ -60,4 +60,3 @@ export function notFoundOrNotAllowed(request: FastifyRequest): ApiError {
   return new ApiError('not_found', 'No such resource.')
 }
 
-export type { RouteSpec }

@@ -1,6 +1,7 @@
 // One database per test process (tap runs each file in its own process): in-memory PGlite by
 // default, or PostgreSQL when DATABASE_URL is set. Tests never truncate or share rows: each
 // makes its own project.
+import { sql, type SQLWrapper } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
@@ -40,4 +41,19 @@ export async function postgresTestUrl(): Promise<string> {
     await admin.end({ timeout: 5 })
   }
   return url
+}
+
+/**
+ * The plan PostgreSQL chooses for a query, as text. The test tables are tiny, so sequential and
+ * bitmap scans are turned off: otherwise they would be cheaper and prove nothing about the index.
+ */
+export async function explainPlan(query: SQLWrapper): Promise<string> {
+  const { db } = await testDatabase()
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`set local enable_seqscan = off`)
+    await tx.execute(sql`set local enable_bitmapscan = off`)
+    const result = await tx.execute(sql`explain ${query}`)
+    const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, string>[]
+    return rows.map((row) => Object.values(row)[0]).join('\n')
+  })
 }
