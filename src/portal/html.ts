@@ -1,0 +1,73 @@
+// Server-rendered portal pages: one escape function that every interpolated value goes
+// through, and one small layout (plain HTML, a little inline CSS, readable on a phone).
+// The `html` tag escapes every value it is given, so a template cannot forget to; only a
+// value already built by `html` (a SafeHtml) is inserted as it is.
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+
+/** Text made safe for an HTML text node or a quoted attribute value. */
+export function escapeHtml(value: unknown): string {
+  return String(value).replace(/[&<>"']/g, (c) => ESCAPES[c]!)
+}
+
+/** Markup that is already safe: built by `html` or by `escapeHtml`. */
+export class SafeHtml {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value
+  }
+}
+
+type Interpolated = SafeHtml | string | number | null | undefined | false | readonly Interpolated[]
+
+function render(value: Interpolated): string {
+  if (value === null || value === undefined || value === false) return ''
+  if (value instanceof SafeHtml) return value.value
+  if (Array.isArray(value)) return value.map(render).join('')
+  return escapeHtml(value)
+}
+
+/** A template tag: strings are escaped, SafeHtml and arrays of it are inserted as they are. */
+export function html(strings: TemplateStringsArray, ...values: Interpolated[]): SafeHtml {
+  let out = strings[0]!
+  values.forEach((value, i) => {
+    out += render(value) + strings[i + 1]!
+  })
+  return new SafeHtml(out)
+}
+
+const STYLE = `
+  :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+  body { max-width: 40rem; margin: 0 auto; padding: 1rem; }
+  h1 { font-size: 1.5rem; margin: 0.5rem 0 1rem; }
+  form { margin: 1rem 0; }
+  label { display: block; margin: 0.75rem 0 0.25rem; font-weight: 600; }
+  input, textarea, select, button { font: inherit; max-width: 100%; box-sizing: border-box; }
+  input[type=email], textarea, select { width: 100%; padding: 0.5rem; }
+  button { padding: 0.6rem 1.2rem; margin: 0.25rem 0.5rem 0.25rem 0; cursor: pointer; }
+  .notice { padding: 0.75rem 1rem; border-left: 4px solid currentColor; }
+  .meta { opacity: 0.8; }
+`
+
+/** A whole page: `title` is escaped; `body` is markup built with `html`. */
+export function page(title: string, body: SafeHtml): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>${title}</title>
+<style>${new SafeHtml(STYLE)}</style>
+</head>
+<body>
+<main>
+${body}
+</main>
+</body>
+</html>
+`.value
+}
+
+export const HTML_TYPE = 'text/html; charset=utf-8'
