@@ -1,0 +1,46 @@
+// The postgres.js patch in patches/ (porsager/postgres #1119, the fix of PR #1120 / #1190) is in
+// the driver Node loads: a query that fails, or whose connection is killed, in the middle of its
+// rows must not leave those rows, or its error, to the next query on that connection. Without
+// the patch the API answered a valid key with 401 (the key lookup got a sparse result) or 500
+// while connections were being killed. One connection (max: 1) makes both cases deterministic.
+import { setTimeout as sleep } from 'node:timers/promises'
+import postgres from 'postgres'
+import t from 'tap'
+import { DATABASE_URL, uniqueName } from './fixtures/pg.js'
+
+const client = () => {
+  const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {}, connection: { application_name: uniqueName('driver') } })
+  t.teardown(() => sql.end({ timeout: 5 }))
+  return sql
+}
+
+t.test('a query failing after some of its rows leaves the next query its own rows only', async (t) => {
+  const sql = client()
+  // Rows 1 to 3 are sent, then row 4 divides by zero.
+  const failed = await sql`select i, 1 / (4 - i) as boom from generate_series(1, 10) i`.then(
+    () => 'no error',
+    (error: { code?: string }) => error.code,
+  )
+  t.equal(failed, '22012', 'the first query fails with division by zero')
+  const next = await sql`select x from generate_series(1, 2) x`
+  t.same([...next], [{ x: 1 }, { x: 2 }], 'the next query gets exactly its two rows, no holes before them')
+})
+
+t.test('a connection killed in the middle of a result: the next query on the reconnected connection gets its own answer', async (t) => {
+  const sql = client()
+  const killer = client()
+  const [{ pid }] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`
+  // Rows 1 and 2 come at once, row 3 sleeps: the backend is killed while the result is open.
+  const killed = sql`select i, pg_sleep(case when i = 3 then 5 else 0 end) from generate_series(1, 5) i`.then(
+    () => 'no error',
+    (error: { code?: string }) => error.code,
+  )
+  await sleep(500)
+  const [terminated] = await killer`select pg_terminate_backend(${pid}) as ok`
+  t.ok(terminated!.ok, 'the backend was terminated mid-result')
+  t.ok(['CONNECTION_CLOSED', '57P01'].includes((await killed) ?? ''), `the killed query fails as unavailable (${await killed})`)
+  const next = await sql`select 1 as one`
+  t.same([...next], [{ one: 1 }], 'the next query gets its own row, not the killed query\'s rows or error')
+  const [{ pid: again }] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`
+  t.not(again, pid, 'on a new backend')
+})
