@@ -127,7 +127,18 @@ export interface paths {
         delete: operations["deleteBetaTester"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Revoke or restore a tester
+         * @description Moves a tester through the API's part of the tester status machine (see
+         *     `BetaTesterStatus`): `{"status": "revoked"}` revokes an `invited`, `joined` or
+         *     `declined` tester, and its token stops working at once (the join page answers `410`,
+         *     feedback is refused); `{"status": "invited"}` restores a `revoked` tester: the same
+         *     token works again, `joined_at` and `end_user_id` are cleared, and the tester accepts
+         *     anew. Sending the current status is a `200` no-op, and so is an empty body. Any other
+         *     move (`joined → invited`, `declined → invited`) is `409 invalid_transition`; `joined`
+         *     and `declined` are the tester's own answers and are set only through the join page.
+         */
+        patch: operations["updateBetaTester"];
         trace?: never;
     };
     "/v1/changelog": {
@@ -454,7 +465,24 @@ export interface components {
         Locale: string;
         /** @enum {string} */
         BetaProgramStatus: "draft" | "active" | "closed";
-        /** @enum {string} */
+        /**
+         * @description The tester status machine. A tester enrolled through the API starts `invited`; one who
+         *     signs up on a program's public page starts `joined`. The tester moves on the join page
+         *     (`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:
+         *
+         *     | from | to | by |
+         *     |---|---|---|
+         *     | `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |
+         *     | `declined` | `joined` | the tester accepts after all |
+         *     | `invited` | `declined` | the tester declines |
+         *     | `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |
+         *     | `revoked` | `invited` | the API restores the tester; the same token works again |
+         *
+         *     Staying in the same status is a no-op. Every other move is refused: `409
+         *     invalid_transition` through the API, a `409` page on the join page (a `joined` tester
+         *     cannot decline; leaving a program is the team's revoke).
+         * @enum {string}
+         */
         BetaTesterStatus: "invited" | "joined" | "declined" | "revoked";
         /**
          * @description Write-only; read the state off `published_at`.
@@ -548,6 +576,14 @@ export interface components {
              *     lowercased.
              */
             email: string;
+        };
+        /** @description Only the status changes through the API; an empty body is a no-op. */
+        BetaTesterUpdate: {
+            /**
+             * @description `revoked` to revoke the tester, `invited` to restore a revoked one.
+             * @enum {string}
+             */
+            status?: "revoked" | "invited";
         };
         BetaTesterEnvelope: {
             data: components["schemas"]["BetaTester"];
@@ -1443,6 +1479,61 @@ export interface operations {
             403: components["responses"]["ForbiddenBetaOrPlan"];
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateBetaTester: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
+                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
+                 *     check runs just before the write: it stops lost updates between a read and a write, but
+                 *     two writers sending the same tag at the same instant may both pass.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
+                program_id: components["parameters"]["TesterProgramId"];
+                /** @description A beta tester id (`bt_...`) of that program. Any other value is `404`. */
+                id: components["parameters"]["TesterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BetaTesterUpdate"];
+            };
+        };
+        responses: {
+            /** @description The tester, in its new status. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BetaTesterEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenBetaOrPlan"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["InvalidTransition"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -853,7 +853,8 @@ export const routes: RouteSpec[] = [
               "joined",
               "declined",
               "revoked"
-            ]
+            ],
+            "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
           },
           "limit": {
             "type": "integer",
@@ -932,7 +933,8 @@ export const routes: RouteSpec[] = [
                       "joined",
                       "declined",
                       "revoked"
-                    ]
+                    ],
+                    "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
                   },
                   "end_user_id": {
                     "type": [
@@ -1095,7 +1097,8 @@ export const routes: RouteSpec[] = [
                     "joined",
                     "declined",
                     "revoked"
-                  ]
+                  ],
+                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
                 },
                 "end_user_id": {
                   "type": [
@@ -1186,7 +1189,8 @@ export const routes: RouteSpec[] = [
                     "joined",
                     "declined",
                     "revoked"
-                  ]
+                  ],
+                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
                 },
                 "end_user_id": {
                   "type": [
@@ -1310,7 +1314,148 @@ export const routes: RouteSpec[] = [
                     "joined",
                     "declined",
                     "revoked"
+                  ],
+                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                },
+                "end_user_id": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "maxLength": 24,
+                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                },
+                "invited_at": {
+                  "type": "string",
+                  "format": "date-time",
+                  "maxLength": 24,
+                  "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                  "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "joined_at": {
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
                   ]
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  },
+  {
+    "operationId": "updateBetaTester",
+    "method": "PATCH",
+    "path": "/v1/beta/programs/{program_id}/testers/{id}",
+    "url": "/v1/beta/programs/:program_id/testers/:id",
+    "tag": "beta",
+    "security": "ApiKey",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "program_id": {
+            "type": "string"
+          },
+          "id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "program_id",
+          "id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Only the status changes through the API; an empty body is a no-op.",
+        "properties": {
+          "status": {
+            "type": "string",
+            "enum": [
+              "revoked",
+              "invited"
+            ],
+            "description": "`revoked` to revoke the tester, `invited` to restore a revoked one."
+          }
+        }
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "data"
+          ],
+          "properties": {
+            "data": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "id",
+                "beta_program_id",
+                "email",
+                "token",
+                "source",
+                "status",
+                "end_user_id",
+                "invited_at",
+                "joined_at"
+              ],
+              "properties": {
+                "id": {
+                  "type": "string",
+                  "maxLength": 24,
+                  "pattern": "^bt_[0-9A-Za-z]{21}$"
+                },
+                "beta_program_id": {
+                  "type": "string",
+                  "maxLength": 24,
+                  "pattern": "^bp_[0-9A-Za-z]{21}$"
+                },
+                "email": {
+                  "type": "string",
+                  "maxLength": 254
+                },
+                "token": {
+                  "type": "string",
+                  "maxLength": 32,
+                  "pattern": "^[A-Za-z0-9_-]{32}$",
+                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                },
+                "source": {
+                  "type": "string",
+                  "enum": [
+                    "invite"
+                  ],
+                  "description": "`invite` for a tester enrolled through this API."
+                },
+                "status": {
+                  "type": "string",
+                  "enum": [
+                    "invited",
+                    "joined",
+                    "declined",
+                    "revoked"
+                  ],
+                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
                 },
                 "end_user_id": {
                   "type": [

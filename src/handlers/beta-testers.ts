@@ -72,3 +72,15 @@ export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, pr
   if (!(await repos.testers.delete(principal.projectId, programId(params.program_id), testerId(params.id)))) throw notFound('beta tester')
   return { status: 204, body: undefined }
 }
+
+export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, principal }, { repos }) => {
+  const result = await repos.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status)
+  switch (result.outcome) {
+    case 'updated':
+      return { status: 200, body: { data: testerRecord(result.row) } }
+    case 'not_found':
+      throw notFound('beta tester')
+    case 'invalid_transition':
+      throw new ApiError('invalid_transition', `A ${result.from} tester cannot become ${body.status}; only a revoked tester can be restored to invited.`)
+  }
+}

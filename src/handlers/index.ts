@@ -15,6 +15,7 @@ export const handlers = {
   listBetaTesters: testers.listBetaTesters,
   enrollBetaTester: testers.enrollBetaTester,
   getBetaTester: testers.getBetaTester,
+  updateBetaTester: testers.updateBetaTester,
   deleteBetaTester: testers.deleteBetaTester,
   listChangelogEntries: changelog.listChangelogEntries,
   createChangelogEntry: changelog.createChangelogEntry,

@@ -27,6 +27,7 @@ const ROUTES: Route[] = [
   { operation: 'listBetaTesters', method: 'GET', url: (p) => `/v1/beta/programs/${p}/testers` },
   { operation: 'enrollBetaTester', method: 'POST', url: (p) => `/v1/beta/programs/${p}/testers`, body: { email: 'new@example.com' }, invalidBody: { email: 'x' } },
   { operation: 'getBetaTester', method: 'GET', url: (p, b) => `/v1/beta/programs/${p}/testers/${b}` },
+  { operation: 'updateBetaTester', method: 'PATCH', url: (p, b) => `/v1/beta/programs/${p}/testers/${b}`, body: { status: 'revoked' }, invalidBody: { status: 'joined' } },
   { operation: 'deleteBetaTester', method: 'DELETE', url: (p, b) => `/v1/beta/programs/${p}/testers/${b}` },
 ]
 
@@ -104,6 +105,7 @@ t.test('a project with the beta feature on the Pro plan reaches every operation'
     listBetaTesters: 200,
     enrollBetaTester: 201,
     getBetaTester: 200,
+    updateBetaTester: 200,
     deleteBetaTester: 204,
     deleteBetaProgram: 204,
   }

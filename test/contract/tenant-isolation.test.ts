@@ -34,6 +34,7 @@ const COLLECTIONS: Record<string, { create: (tag: string) => Json; translate?: (
 const WRITES: Partial<Record<RouteSpec['operationId'], Json[]>> = {
   updateBetaProgram: [{ name: 'hijacked', status: 'closed', summary: null }, {}],
   enrollBetaTester: [{ email: `intruder-${B_MARKER}@example.net` }],
+  updateBetaTester: [{ status: 'revoked' }, {}],
   updateChangelogEntry: [{ title: 'hijacked', labels: ['pwned'], status: 'draft' }, { locale: TRANSLATION, title: 'piraté' }, {}],
 }
 

@@ -1,5 +1,6 @@
-import { and, eq, exists } from 'drizzle-orm'
+import { and, eq, exists, inArray } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
+import { apiStatusesAllowedInto, canApiTransition, type ApiTesterStatus } from '../../domain/tester-status.js'
 import { newTesterToken } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
@@ -11,6 +12,11 @@ export type Enrollment =
   | { outcome: 'created' | 'existing'; row: TesterRow }
   | { outcome: 'program_not_found' }
   | { outcome: 'program_closed' }
+
+export type TesterUpdate =
+  | { outcome: 'updated'; row: TesterRow }
+  | { outcome: 'not_found' }
+  | { outcome: 'invalid_transition'; from: TesterStatus }
 
 interface ListOptions {
   status?: TesterStatus
@@ -87,6 +93,30 @@ export function testersRepo(db: Database) {
     async get(projectId: string, programId: string, id: string): Promise<TesterRow | undefined> {
       const [row] = await db.select().from(beta_testers).where(ofProgram(projectId, programId, id))
       return row
+    },
+
+    /**
+     * Moves the tester into `status` when the API may (the allowed statuses are in the
+     * UPDATE's WHERE, so the check and the change are one statement). A restore clears the
+     * answer the tester gave: they accept anew. Without a status, the tester as it is.
+     */
+    async setStatus(projectId: string, programId: string, id: string, status: ApiTesterStatus | undefined): Promise<TesterUpdate> {
+      for (let attempt = 0; ; attempt++) {
+        if (status) {
+          const [row] = await db
+            .update(beta_testers)
+            .set(status === 'invited' ? { status, joined_at: null, end_user_id: null } : { status })
+            .where(and(ofProgram(projectId, programId, id), inArray(beta_testers.status, apiStatusesAllowedInto(status))))
+            .returning()
+          if (row) return { outcome: 'updated', row }
+        }
+        const [current] = await db.select().from(beta_testers).where(ofProgram(projectId, programId, id))
+        if (!current) return { outcome: 'not_found' }
+        if (!status) return { outcome: 'updated', row: current }
+        // The status changed between the two statements into one the move is allowed from: try again.
+        if (attempt < 2 && canApiTransition(current.status, status)) continue
+        return { outcome: 'invalid_transition', from: current.status }
+      }
     },
 
     /** Deletes the tester; its feedback goes with it (cascading key). */

@@ -1,0 +1,33 @@
+// The beta tester status machine. A tester starts `invited` (enrolled through the API) or
+// `joined` (public signup). The tester moves through the portal, the team through the API:
+//
+//   portal  invited → joined     accept (declined → joined too: a tester may change their mind)
+//   portal  invited → declined   decline
+//   API     invited | joined | declined → revoked   the token stops working at once
+//   API     revoked → invited    restore: the same token works again, the tester accepts anew
+//
+// Staying in the same status is a no-op everywhere. Anything else is refused.
+
+export type TesterStatus = 'invited' | 'joined' | 'declined' | 'revoked'
+
+/** The statuses a tester may be moved into through the API. */
+export type ApiTesterStatus = 'invited' | 'revoked'
+
+const API_ALLOWED_FROM: Record<ApiTesterStatus, readonly TesterStatus[]> = {
+  revoked: ['invited', 'joined', 'declined'],
+  invited: ['revoked'],
+}
+
+/** The statuses from which the API may move a tester into `to`, `to` itself included. */
+export function apiStatusesAllowedInto(to: ApiTesterStatus): TesterStatus[] {
+  return [to, ...API_ALLOWED_FROM[to]]
+}
+
+export function canApiTransition(from: TesterStatus, to: ApiTesterStatus): boolean {
+  return apiStatusesAllowedInto(to).includes(from)
+}
+
+/** Statuses from which the portal's accept makes a tester `joined` (joined itself: idempotent). */
+export const ACCEPTABLE_FROM: readonly TesterStatus[] = ['invited', 'declined', 'joined']
+/** Statuses from which the portal's decline makes a tester `declined` (declined itself: idempotent). */
+export const DECLINABLE_FROM: readonly TesterStatus[] = ['invited', 'declined']
