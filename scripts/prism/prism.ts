@@ -1,0 +1,54 @@
+// Starts `prism proxy` in observer mode in front of a running server and stops it by its own pid.
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { freePort } from '../bench/procs.js'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+
+export interface Prism {
+  readonly url: string
+  /** What Prism printed, for the report when something goes wrong. */
+  output(): string
+  stop(): Promise<void>
+}
+
+export async function startPrism(upstream: string, timeoutMs = 30_000): Promise<Prism> {
+  const port = await freePort()
+  // --errors=false: forward everything and only report (observer mode). --cors=false: Prism
+  // would otherwise add CORS headers and answer preflights itself, which is not our server.
+  const child = spawn(
+    process.execPath,
+    [`${root}node_modules/@stoplight/prism-cli/dist/index.js`, 'proxy', `${root}openapi.yaml`, upstream, '--errors=false', '--cors=false', '--host', '127.0.0.1', '--port', String(port), '--verboseLevel', 'warn'],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } },
+  )
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGTERM')
+    const killer = setTimeout(() => child.kill('SIGKILL'), 3000)
+    await exited
+    clearTimeout(killer)
+  }
+
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`prism exited with ${child.exitCode} before listening:\n${output}`)
+    // /healthz needs nothing from the server but to be up; any answer means Prism listens.
+    const up = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }).then(
+      () => true,
+      () => false,
+    )
+    if (up) break
+    if (Date.now() > deadline) {
+      await stop()
+      throw new Error(`prism did not listen within ${timeoutMs} ms:\n${output}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  return { url, output: () => output, stop }
+}

@@ -1,0 +1,260 @@
+// The smoke scenario driven through Prism: every operation of openapi.yaml, each with every
+// documented status a client can cause. Operation by operation for the statuses that need a
+// story (201, 304, 409, 412, ...), then sweeps over the route table for the ones every
+// operation shares (400, 401, 413, 415, 429, 503), so that a new operation gets those without
+// an edit here and fails the coverage check for the rest until it has its own steps.
+import { createHash } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import { routes, type RouteSpec } from '../../generated/routes.js'
+import type { DbHandle } from '../../src/db/client.js'
+import { makeRepos } from '../../src/db/repos/index.js'
+import type { Observer } from './observer.js'
+import { documents } from './spec.js'
+
+export interface ScenarioContext {
+  /** Through Prism to the server under test (ADMIN_TOKEN set). */
+  api: Observer
+  /** Through a second Prism to the same code without ADMIN_TOKEN, for the operator API's 404. */
+  adminOff: Observer
+  adminToken: string
+  rateLimitPerMinute: number
+  /** The server itself, to spend a key's rate-limit budget without thousands of proxied calls. */
+  app: FastifyInstance
+  database: DbHandle
+}
+
+// Ids of the right shape that exist nowhere.
+const MISSING = {
+  program: 'bp_000000000000000000000',
+  tester: 'bt_000000000000000000000',
+  entry: 'ch_000000000000000000000',
+  project: 'prj_000000000000000000000',
+  key: 'key_000000000000000000000',
+}
+
+/** Over BODY_LIMIT (1 MiB), as valid JSON, so that only its size is wrong. */
+const HUGE = { name: 'x'.repeat(1024 * 1024 + 10) }
+
+/** A body each operation with a request body accepts, for the sweeps (`{}` when not listed). */
+const validBodies: Record<string, unknown> = {
+  createBetaProgram: { name: 'Sweep program' },
+  updateBetaProgram: {},
+  enrollBetaTester: { email: 'sweep@example.com' },
+  createChangelogEntry: { title: 'Sweep entry' },
+  updateChangelogEntry: {},
+  adminCreateProject: { name: 'Sweep project' },
+  adminUpdateProject: {},
+}
+
+const documented = (route: RouteSpec, status: number) => documents(route.operationId, status)
+
+export async function runScenario(ctx: ScenarioContext): Promise<void> {
+  const { api, adminOff, adminToken: admin } = ctx
+  const repos = makeRepos(ctx.database.db)
+
+  // --- ops: no authentication
+  await api.send({ path: '/healthz', expect: 200 })
+  await api.send({ path: '/readyz', expect: 200 })
+  await api.send({ path: '/openapi.json', expect: 200 })
+  await api.send({ path: '/openapi.yaml', expect: 200 })
+  await api.send({ path: '/docs/', expect: 200 })
+
+  // --- operator API: the projects the rest of the scenario uses
+  const createProject = async (body: Record<string, unknown>) => {
+    const { json } = await api.send({ method: 'POST', path: '/admin/v1/projects', token: admin, json: body, expect: 201 })
+    return { id: json.data.id as string, key: json.api_key as string }
+  }
+  const pro = await createProject({ name: 'Prism: pro with beta', plan: 'pro', beta_enabled: true })
+  const free = await createProject({ name: 'Prism: free with beta', plan: 'free' })
+  const noBeta = await createProject({ name: 'Prism: pro without beta', plan: 'pro', beta_enabled: false })
+  const burned = await createProject({ name: 'Prism: rate limited', plan: 'pro', beta_enabled: true })
+  await api.send({ method: 'PATCH', path: `/admin/v1/projects/${free.id}`, token: admin, json: { beta_enabled: true }, expect: 200 })
+  await api.send({ path: `/admin/v1/projects/${pro.id}`, token: admin, expect: 200 })
+  const extraKey = (await api.send({ method: 'POST', path: `/admin/v1/projects/${pro.id}/api-keys`, token: admin, expect: 201 })).json.data as { id: string }
+  await api.send({ method: 'DELETE', path: `/admin/v1/projects/${pro.id}/api-keys/${extraKey.id}`, token: admin, expect: 204 })
+  await api.send({ path: `/admin/v1/projects/${MISSING.project}`, token: admin, expect: 404 })
+  await api.send({ method: 'PATCH', path: `/admin/v1/projects/${MISSING.project}`, token: admin, json: {}, expect: 404 })
+  await api.send({ method: 'POST', path: `/admin/v1/projects/${MISSING.project}/api-keys`, token: admin, expect: 404 })
+  await api.send({ method: 'DELETE', path: `/admin/v1/projects/${pro.id}/api-keys/${MISSING.key}`, token: admin, expect: 404 })
+  // Without ADMIN_TOKEN the operator API does not exist.
+  await adminOff.send({ method: 'POST', path: '/admin/v1/projects', token: admin, json: { name: 'Nobody' }, expect: 404 })
+
+  const key = pro.key
+  const freeKey = free.key
+  const noBetaKey = noBeta.key
+
+  // --- beta programs
+  const programBody = { name: 'Prism beta', version: '2.1.0-beta.1', summary: 'Observed by Prism.', access_url: 'https://testflight.apple.com/join/abc123', status: 'active' }
+  const created = await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: programBody, headers: { 'idempotency-key': 'prism-program-1' }, expect: 201 })
+  const program = created.json.data as { id: string }
+  const replay = await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: programBody, headers: { 'idempotency-key': 'prism-program-1' }, expect: 201 })
+  if (replay.headers.get('idempotency-replayed') !== 'true') throw new Error('the retried POST was not a replay')
+  await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: { name: 'Another' }, headers: { 'idempotency-key': 'prism-program-1' }, expect: 422 })
+  // A first request with this key still running: the claim it holds, made as the server does.
+  const inFlight = { name: 'In flight' }
+  await claimInFlight(repos, pro.id, 'prism-program-2', '/v1/beta/programs', inFlight)
+  await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: inFlight, headers: { 'idempotency-key': 'prism-program-2' }, expect: 409 })
+  await api.send({ method: 'POST', path: '/v1/beta/programs', token: noBetaKey, json: { name: 'No beta' }, expect: 403 })
+  await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: { name: '' }, expect: 400 })
+
+  const programs = await api.send({ path: '/v1/beta/programs?status=active&limit=10', token: key, expect: 200 })
+  await api.send({ path: '/v1/beta/programs?status=active&limit=10', token: key, headers: { 'if-none-match': programs.headers.get('etag')! }, expect: 304 })
+  await api.send({ path: '/v1/beta/programs', token: noBetaKey, expect: 403 })
+  const programPath = `/v1/beta/programs/${program.id}`
+  const got = await api.send({ path: programPath, token: key, expect: 200 })
+  const programTag = got.headers.get('etag')!
+  await api.send({ path: programPath, token: key, headers: { 'if-none-match': programTag }, expect: 304 })
+  await api.send({ path: programPath, token: noBetaKey, expect: 403 })
+  await api.send({ path: `/v1/beta/programs/${MISSING.program}`, token: key, expect: 404 })
+
+  await api.send({ method: 'PATCH', path: programPath, token: key, json: { summary: null }, headers: { 'if-match': programTag }, expect: 200 })
+  await api.send({ method: 'PATCH', path: programPath, token: key, json: { summary: 'Stale' }, headers: { 'if-match': programTag }, expect: 412 })
+  await api.send({ method: 'PATCH', path: programPath, token: key, json: { status: 'draft' }, expect: 409 })
+  await api.send({ method: 'PATCH', path: programPath, token: noBetaKey, json: {}, expect: 403 })
+  await api.send({ method: 'PATCH', path: `/v1/beta/programs/${MISSING.program}`, token: key, json: {}, expect: 404 })
+
+  // --- testers
+  const testersPath = `${programPath}/testers`
+  const tester = (await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'Ada@Example.com' }, headers: { 'idempotency-key': 'prism-tester-1' }, expect: 201 })).json.data as { id: string }
+  await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'ada@example.com' }, expect: 200 })
+  await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'grace@example.com' }, headers: { 'idempotency-key': 'prism-tester-1' }, expect: 422 })
+  await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'not an email' }, expect: 400 })
+  await api.send({ method: 'POST', path: testersPath, token: noBetaKey, json: { email: 'x@example.com' }, expect: 403 })
+  await api.send({ method: 'POST', path: `/v1/beta/programs/${MISSING.program}/testers`, token: key, json: { email: 'x@example.com' }, expect: 404 })
+
+  const testers = await api.send({ path: `${testersPath}?status=invited`, token: key, expect: 200 })
+  await api.send({ path: `${testersPath}?status=invited`, token: key, headers: { 'if-none-match': testers.headers.get('etag')! }, expect: 304 })
+  await api.send({ path: testersPath, token: noBetaKey, expect: 403 })
+  await api.send({ path: `/v1/beta/programs/${MISSING.program}/testers`, token: key, expect: 404 })
+  const testerPath = `${testersPath}/${tester.id}`
+  const gotTester = await api.send({ path: testerPath, token: key, expect: 200 })
+  const testerTag = gotTester.headers.get('etag')!
+  await api.send({ path: testerPath, token: key, headers: { 'if-none-match': testerTag }, expect: 304 })
+  await api.send({ path: testerPath, token: noBetaKey, expect: 403 })
+  await api.send({ path: `${testersPath}/${MISSING.tester}`, token: key, expect: 404 })
+
+  // --- closing the program: enrollment refused; then deletes
+  await api.send({ method: 'PATCH', path: programPath, token: key, json: { status: 'closed' }, expect: 200 })
+  await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'late@example.com' }, expect: 409 })
+
+  await api.send({ method: 'DELETE', path: testerPath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
+  await api.send({ method: 'DELETE', path: testerPath, token: noBetaKey, expect: 403 })
+  await api.send({ method: 'DELETE', path: testerPath, token: key, headers: { 'if-match': testerTag }, expect: 204 })
+  await api.send({ method: 'DELETE', path: testerPath, token: key, expect: 404 })
+
+  const spare = (await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: { name: 'Prism spare' }, expect: 201 })).json.data as { id: string }
+  const sparePath = `/v1/beta/programs/${spare.id}`
+  await api.send({ method: 'DELETE', path: sparePath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
+  await api.send({ method: 'DELETE', path: sparePath, token: noBetaKey, expect: 403 })
+  await api.send({ method: 'DELETE', path: sparePath, token: key, expect: 204 })
+  await api.send({ method: 'DELETE', path: sparePath, token: key, expect: 404 })
+
+  // --- changelog
+  const entryBody = { title: 'Dark mode', body: 'Every screen follows your system theme.', labels: ['New'], status: 'published' }
+  const entry = (await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: entryBody, headers: { 'idempotency-key': 'prism-entry-1' }, expect: 201 })).json.data as { id: string }
+  await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Other' }, headers: { 'idempotency-key': 'prism-entry-1' }, expect: 422 })
+  const inFlightEntry = { title: 'In flight' }
+  await claimInFlight(repos, pro.id, 'prism-entry-2', '/v1/changelog', inFlightEntry)
+  await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: inFlightEntry, headers: { 'idempotency-key': 'prism-entry-2' }, expect: 409 })
+  await api.send({ method: 'POST', path: '/v1/changelog', token: freeKey, json: { title: 'Free plan' }, expect: 403 })
+  await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Scheduled', status: 'scheduled', published_at: '2099-01-01T09:00:00Z' }, expect: 201 })
+  await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Draft', status: 'draft' }, expect: 201 })
+
+  const entryPath = `/v1/changelog/${entry.id}`
+  await api.send({ method: 'PATCH', path: entryPath, token: key, json: { locale: 'pt-BR', title: 'Modo escuro', body: 'Todas as telas seguem o tema do sistema.' }, expect: 200 })
+  const list = await api.send({ path: '/v1/changelog?locale=pt-BR&limit=5', token: key, expect: 200 })
+  await api.send({ path: '/v1/changelog?locale=pt-BR&limit=5', token: key, headers: { 'if-none-match': list.headers.get('etag')! }, expect: 304 })
+  await api.send({ path: '/v1/changelog', token: freeKey, expect: 200 })
+  const gotEntry = await api.send({ path: `${entryPath}?locale=pt-BR`, token: key, expect: 200 })
+  await api.send({ path: `${entryPath}?locale=pt-BR`, token: key, headers: { 'if-none-match': gotEntry.headers.get('etag')! }, expect: 304 })
+  const base = await api.send({ path: entryPath, token: key, expect: 200 })
+  await api.send({ path: `/v1/changelog/${MISSING.entry}`, token: key, expect: 404 })
+
+  await api.send({ method: 'PATCH', path: entryPath, token: key, json: { labels: ['fix'] }, headers: { 'if-match': base.headers.get('etag')! }, expect: 200 })
+  await api.send({ method: 'PATCH', path: entryPath, token: key, json: { labels: ['stale'] }, headers: { 'if-match': base.headers.get('etag')! }, expect: 412 })
+  await api.send({ method: 'PATCH', path: entryPath, token: freeKey, json: {}, expect: 403 })
+  await api.send({ method: 'PATCH', path: `/v1/changelog/${MISSING.entry}`, token: key, json: {}, expect: 404 })
+
+  await api.send({ method: 'DELETE', path: entryPath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
+  await api.send({ method: 'DELETE', path: entryPath, token: freeKey, expect: 403 })
+  await api.send({ method: 'DELETE', path: `${entryPath}?locale=pt-BR`, token: key, expect: 204 })
+  await api.send({ method: 'DELETE', path: `${entryPath}?locale=pt-BR`, token: key, expect: 404 })
+
+  // --- sweeps over the route table. Every path parameter gets a real id, so that only the
+  // condition under test differs from a request that succeeds.
+  const samples: Record<string, string> = {
+    '/v1/beta/programs/{id}': programPath,
+    '/v1/beta/programs/{program_id}/testers': testersPath,
+    '/v1/beta/programs/{program_id}/testers/{id}': `${testersPath}/${tester.id}`,
+    '/v1/changelog/{id}': entryPath,
+    '/admin/v1/projects/{id}': `/admin/v1/projects/${pro.id}`,
+    '/admin/v1/projects/{id}/api-keys': `/admin/v1/projects/${pro.id}/api-keys`,
+    '/admin/v1/projects/{id}/api-keys/{key_id}': `/admin/v1/projects/${pro.id}/api-keys/${extraKey.id}`,
+    '/portal/{project_id}/changelog': `/portal/${pro.id}/changelog`,
+    '/portal/{project_id}/changelog.atom': `/portal/${pro.id}/changelog.atom`,
+    '/portal/{project_id}/changelog.json': `/portal/${pro.id}/changelog.json`,
+  }
+  const pathOf = (route: RouteSpec) => {
+    if (!route.path.includes('{')) return route.path
+    const path = samples[route.path]
+    if (!path) throw new Error(`no sample path for ${route.path} (${route.operationId}): add one to the sweeps in scripts/prism/scenario.ts`)
+    return path
+  }
+  const tokenFor = (route: RouteSpec, apiKey: string) => (route.security === 'ApiKey' ? apiKey : route.security === 'AdminToken' ? admin : undefined)
+  const bodyOf = (route: RouteSpec) => (route.schema.body ? { json: validBodies[route.operationId] ?? {} } : {})
+
+  for (const route of routes) {
+    const base = { method: route.method, path: pathOf(route), token: tokenFor(route, key) }
+    // 400: an unknown query parameter, refused by every operation.
+    if (documented(route, 400)) await api.send({ ...base, ...bodyOf(route), path: `${base.path}${base.path.includes('?') ? '&' : '?'}prism_unknown=1`, expect: 400 })
+    // 401: no credentials.
+    if (documented(route, 401)) await api.send({ ...base, ...bodyOf(route), token: undefined, expect: 401 })
+    // 413 and 415 on operations that take a body.
+    if (documented(route, 413)) await api.send({ ...base, json: HUGE, expect: 413 })
+    if (documented(route, 415)) await api.send({ ...base, raw: 'name=x', contentType: 'text/plain', expect: 415 })
+  }
+
+  // 429 and 503, in the one order that reaches both for every operation. Budgets are per route
+  // and per API key (or operator token, or client address for the key-less operations), counted
+  // after the guard; an API key is looked up in the database before its budget is counted, the
+  // operator token and addresses are not. So: spend one key's budget on every /v1 route and
+  // call each once more; stop the database under the running server and call every operation;
+  // then spend the remaining budgets and call those routes. Budgets are spent directly on the
+  // server (app.inject, also from 127.0.0.1), not through hundreds of proxied calls.
+  const limited = routes.filter((r) => documented(r, 429))
+  for (const route of limited.filter((r) => r.security === 'ApiKey')) {
+    await spendBudget(ctx, route, pathOf(route), burned.key)
+    await api.send({ method: route.method, path: pathOf(route), token: burned.key, ...bodyOf(route), expect: 429 })
+  }
+  await ctx.database.close()
+  for (const route of routes.filter((r) => documented(r, 503))) {
+    await api.send({ method: route.method, path: pathOf(route), token: tokenFor(route, key), ...bodyOf(route), expect: 503 })
+  }
+  for (const route of limited.filter((r) => r.security !== 'ApiKey')) {
+    await spendBudget(ctx, route, pathOf(route), tokenFor(route, key))
+    await api.send({ method: route.method, path: pathOf(route), token: tokenFor(route, key), ...bodyOf(route), expect: 429 })
+  }
+}
+
+/** Holds an Idempotency-Key the way a first request still running holds it. */
+async function claimInFlight(repos: ReturnType<typeof makeRepos>, projectId: string, key: string, path: string, body: unknown): Promise<void> {
+  // The server's request hash (src/http/idempotency.ts): method, URL and the parsed body.
+  const hash = createHash('sha256').update(`POST ${path}\n${JSON.stringify(body)}`).digest('hex')
+  const claimed = await repos.idempotency.claim(projectId, key, hash)
+  if (claimed !== true) throw new Error(`could not claim Idempotency-Key ${key}`)
+}
+
+/**
+ * Sends requests to `route` straight to the server until its rate limit answers 429. Each
+ * carries an unknown query parameter: counted by the limit, then refused (400), so it changes
+ * nothing.
+ */
+async function spendBudget(ctx: ScenarioContext, route: RouteSpec, path: string, token: string | undefined): Promise<void> {
+  const url = `${path}${path.includes('?') ? '&' : '?'}prism_spend=1`
+  const headers = token ? { authorization: `Bearer ${token}` } : {}
+  for (let i = 0; i <= ctx.rateLimitPerMinute; i++) {
+    const res = await ctx.app.inject({ method: route.method, url, headers })
+    if (res.statusCode === 429) return
+  }
+  throw new Error(`no 429 after ${ctx.rateLimitPerMinute + 1} requests to ${route.method} ${path}`)
+}
