@@ -4,10 +4,13 @@
 // operation shares (400, 401, 413, 415, 429, 503), so that a new operation gets those without
 // an edit here and fails the coverage check for the rest until it has its own steps.
 import { createHash } from 'node:crypto'
+import { eq } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { routes, type RouteSpec } from '../../generated/routes.js'
 import type { DbHandle } from '../../src/db/client.js'
 import { makeRepos } from '../../src/db/repos/index.js'
+import { beta_testers } from '../../src/db/schema.js'
+import { newId } from '../../src/domain/ids.js'
 import type { Observer } from './observer.js'
 import { documents } from './spec.js'
 
@@ -133,6 +136,19 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ path: testerPath, token: noBetaKey, expect: 403 })
   await api.send({ path: `${testersPath}/${MISSING.tester}`, token: key, expect: 404 })
 
+  // --- revoke and restore; `joined` comes only from the join page, so it is set as that page would
+  const joiner = (await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'joiner@example.com' }, expect: 201 })).json.data as { id: string }
+  const joinerPath = `${testersPath}/${joiner.id}`
+  const joinerTag = (await api.send({ path: joinerPath, token: key, expect: 200 })).headers.get('etag')!
+  await api.send({ method: 'PATCH', path: joinerPath, token: key, json: { status: 'revoked' }, headers: { 'if-match': joinerTag }, expect: 200 })
+  await api.send({ method: 'PATCH', path: joinerPath, token: key, json: { status: 'invited' }, headers: { 'if-match': joinerTag }, expect: 412 })
+  await api.send({ method: 'PATCH', path: joinerPath, token: key, json: { status: 'invited' }, expect: 200 })
+  await api.send({ method: 'PATCH', path: joinerPath, token: noBetaKey, json: {}, expect: 403 })
+  await api.send({ method: 'PATCH', path: `${testersPath}/${MISSING.tester}`, token: key, json: {}, expect: 404 })
+  await joinAsTheJoinPageWould(ctx.database, joiner.id)
+  await api.send({ path: joinerPath, token: key, expect: 200 })
+  await api.send({ method: 'PATCH', path: joinerPath, token: key, json: { status: 'invited' }, expect: 409 })
+
   // --- closing the program: enrollment refused; then deletes
   await api.send({ method: 'PATCH', path: programPath, token: key, json: { status: 'closed' }, expect: 200 })
   await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'late@example.com' }, expect: 409 })
@@ -185,7 +201,7 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   const samples: Record<string, string> = {
     '/v1/beta/programs/{id}': programPath,
     '/v1/beta/programs/{program_id}/testers': testersPath,
-    '/v1/beta/programs/{program_id}/testers/{id}': `${testersPath}/${tester.id}`,
+    '/v1/beta/programs/{program_id}/testers/{id}': joinerPath,
     '/v1/changelog/{id}': entryPath,
     '/admin/v1/projects/{id}': `/admin/v1/projects/${pro.id}`,
     '/admin/v1/projects/{id}/api-keys': `/admin/v1/projects/${pro.id}/api-keys`,
@@ -234,6 +250,11 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     await spendBudget(ctx, route, pathOf(route), tokenFor(route, key))
     await api.send({ method: route.method, path: pathOf(route), token: tokenFor(route, key), ...bodyOf(route), expect: 429 })
   }
+}
+
+/** A tester accepting on the join page: `joined`, with its join time and end-user id. */
+async function joinAsTheJoinPageWould(database: DbHandle, testerId: string): Promise<void> {
+  await database.db.update(beta_testers).set({ status: 'joined', joined_at: new Date(), end_user_id: newId('eu') }).where(eq(beta_testers.id, testerId))
 }
 
 /** Holds an Idempotency-Key the way a first request still running holds it. */
