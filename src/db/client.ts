@@ -10,6 +10,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import { preparedByDefault } from './prepared.js'
 import * as schema from './schema.js'
 
 export type Schema = typeof schema
@@ -51,7 +52,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       // The default reconnect delay grows to 20 s and is shared by the pool; retry quickly instead.
       backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
     })
-    const db = drizzlePostgres(client, { schema }) as unknown as Database
+    const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
     return {
       db,
       kind: 'postgres',
