@@ -436,10 +436,128 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal/{project_id}/changelog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public changelog page
+         * @description A server-rendered HTML page (no script) of exactly what `GET /v1/changelog` returns:
+         *     the project's entries whose `published_at` has passed, newest first, in `locale` where
+         *     a translation exists, `limit` a page with links to the previous and next pages.
+         *     Scheduled entries appear by themselves once their time has passed. Bodies are Markdown
+         *     rendered without raw HTML: tags in a body are shown as text, and links other than
+         *     `http:`, `https:` and `mailto:` are not made links. The page's own words are English;
+         *     each entry carries `lang` for its locale. It shows the project's name and nothing else
+         *     about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
+         *     since a page of a list changes when entries before it are published or deleted.
+         */
+        get: operations["getPortalChangelogPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{project_id}/changelog.atom": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public changelog as an Atom 1.0 feed
+         * @description The newest 50 entries of the changelog page (the same published set, in the same
+         *     order and `locale`) as an Atom 1.0 feed (RFC 4287). Each entry's content is its
+         *     Markdown body rendered as on the page (`type="html"`). Ids are `urn:uuid:` URNs derived
+         *     from the project and entry ids, so they never change; links are relative to the feed's
+         *     own URL (the service does not know the public address it is served under). The feed's
+         *     `updated` is `Last-Modified`: the latest publication or change of an entry in it (the
+         *     project's creation when it has none). Revalidate with `If-None-Match` (an entry deleted
+         *     or unpublished changes the `ETag`, not always `Last-Modified`); `If-Modified-Since` is
+         *     used only without `If-None-Match` (RFC 9110 §13.2.2). Sends
+         *     `Access-Control-Allow-Origin: *`, so a browser page may read it.
+         */
+        get: operations["getPortalChangelogAtom"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{project_id}/changelog.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public changelog as a JSON Feed 1.1
+         * @description The same 50 newest published entries as the Atom feed, as a JSON Feed 1.1
+         *     (https://jsonfeed.org/version/1.1). `content_html` is the rendered Markdown body;
+         *     `id` is the entry's id; URLs are relative to the feed's own URL. Conditional requests,
+         *     caching and `Access-Control-Allow-Origin: *` work as for the Atom feed.
+         */
+        get: operations["getPortalChangelogJsonFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A JSON Feed 1.1 document (https://jsonfeed.org/version/1.1), with the fields this service fills. */
+        JsonFeed: {
+            /** @enum {string} */
+            version: "https://jsonfeed.org/version/1.1";
+            /** @description `<project name> changelog`. */
+            title: string;
+            /**
+             * Format: uri-reference
+             * @description The changelog page, relative to the feed's URL.
+             */
+            home_page_url?: string;
+            /**
+             * Format: uri-reference
+             * @description This feed, relative to its own URL.
+             */
+            feed_url?: string;
+            language?: components["schemas"]["Locale"];
+            authors?: {
+                name: string;
+            }[];
+            items: components["schemas"]["JsonFeedItem"][];
+        };
+        JsonFeedItem: {
+            /** @description The changelog entry's id. */
+            id: string;
+            /**
+             * Format: uri-reference
+             * @description The entry on the changelog page (its first page; older entries are on later pages).
+             */
+            url?: string;
+            title: string;
+            /** @description The Markdown body rendered as on the page, without raw HTML. */
+            content_html: string;
+            date_published: components["schemas"]["Timestamp"];
+            date_modified: components["schemas"]["Timestamp"];
+            tags: string[];
+            language: components["schemas"]["Locale"];
+        };
         /**
          * Format: date-time
          * @description ISO 8601 in UTC with millisecond precision and a `Z` suffix.
@@ -492,10 +610,20 @@ export interface components {
         Pagination: {
             /** Format: int32 */
             limit: number;
-            /** Format: int32 */
+            /**
+             * Format: int32
+             * @description The number of items before this page: the `offset` asked for, or, on a page read with
+             *     `cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`
+             *     accepts).
+             */
             offset: number;
             /** @description Whether a further page exists. */
             has_more: boolean;
+            /**
+             * @description (ext) Send as `cursor` (instead of `offset`) for the next page; `null` when
+             *     `has_more` is false. Given on every page, however it was asked for.
+             */
+            next_cursor: string | null;
         };
         BetaProgram: {
             id: string;
@@ -737,6 +865,39 @@ export interface components {
         };
     };
     responses: {
+        /** @description The page or feed still matches `If-None-Match` (or `If-Modified-Since`); the body is empty. */
+        PublicNotModified: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                ETag: components["headers"]["PublicETag"];
+                "Last-Modified": components["headers"]["Last-Modified"];
+                "Cache-Control": components["headers"]["PublicCacheControl"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description No such project (or an id of the wrong shape): a short HTML page that says so. A path
+         *     segment longer than 200 characters is refused by the router before any page is made,
+         *     as a `not_found` problem.
+         */
+        PortalPageNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `validation_failed` (body, query or path fails the schema) or `invalid_json`. */
         BadRequest: {
             headers: {
@@ -982,6 +1143,13 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
+        PortalProjectId: string;
+        /**
+         * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
+         *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
+         */
+        IfModifiedSince: string;
         /**
          * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
          *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
@@ -1005,8 +1173,21 @@ export interface components {
         Limit25: number;
         /** @description Page size, 1 to 100. */
         Limit20: number;
-        /** @description Number of items to skip, 0 to 1000000. */
+        /**
+         * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+         *     offset sent together with `cursor` can be told apart and refused with a 400).
+         */
         Offset: number;
+        /**
+         * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+         *     sent instead of `offset`, with the same filters (`status`, and the same program for
+         *     testers; `locale` may change). The page starts right after the row the previous page
+         *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+         *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+         *     did not issue, or sent with different filters or together with `offset`, is a 400
+         *     `validation_failed`. Cursors do not expire.
+         */
+        Cursor: string;
         /** @description Only programs in this status. */
         ProgramStatusFilter: components["schemas"]["BetaProgramStatus"];
         /** @description Only testers in this status. */
@@ -1028,6 +1209,17 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description A strong entity tag of this public representation, for `If-None-Match`. */
+        PublicETag: string;
+        /** @description The latest publication or change of an entry shown (the project's creation when none is shown). */
+        "Last-Modified": string;
+        /**
+         * @description `public, max-age=60`: shared caches may keep the page or feed for a minute, so an
+         *     entry published or changed appears within a minute; revalidate with `If-None-Match`.
+         */
+        PublicCacheControl: "public, max-age=60";
+        /** @description Always `*` on public feeds, which hold nothing but published entries. */
+        "Access-Control-Allow-Origin": "*";
         /** @description `true` when this answer is the stored answer to an earlier request with the same `Idempotency-Key`. */
         "Idempotency-Replayed": "true";
         /** @description A strong entity tag of this representation, for `If-None-Match` and `If-Match`. */
@@ -1058,8 +1250,21 @@ export interface operations {
                 status?: components["parameters"]["ProgramStatusFilter"];
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit25"];
-                /** @description Number of items to skip, 0 to 1000000. */
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
+                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: {
                 /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
@@ -1288,8 +1493,21 @@ export interface operations {
                 status?: components["parameters"]["TesterStatusFilter"];
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit25"];
-                /** @description Number of items to skip, 0 to 1000000. */
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
+                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: {
                 /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
@@ -1546,8 +1764,21 @@ export interface operations {
                 locale?: components["parameters"]["LocaleQuery"];
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit20"];
-                /** @description Number of items to skip, 0 to 1000000. */
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
+                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: {
                 /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
@@ -2057,6 +2288,150 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    getPortalChangelogPage: {
+        parameters: {
+            query?: {
+                /** @description Return content in this locale where a translation exists (matched ignoring case). */
+                locale?: components["parameters"]["LocaleQuery"];
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit20"];
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
+                project_id: components["parameters"]["PortalProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["PublicETag"];
+                    "Cache-Control": components["headers"]["PublicCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            304: components["responses"]["PublicNotModified"];
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["PortalPageNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPortalChangelogAtom: {
+        parameters: {
+            query?: {
+                /** @description Return content in this locale where a translation exists (matched ignoring case). */
+                locale?: components["parameters"]["LocaleQuery"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
+                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
+                 */
+                "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
+            };
+            path: {
+                /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
+                project_id: components["parameters"]["PortalProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["PublicETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Cache-Control": components["headers"]["PublicCacheControl"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/atom+xml": string;
+                };
+            };
+            304: components["responses"]["PublicNotModified"];
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPortalChangelogJsonFeed: {
+        parameters: {
+            query?: {
+                /** @description Return content in this locale where a translation exists (matched ignoring case). */
+                locale?: components["parameters"]["LocaleQuery"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
+                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
+                 */
+                "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
+            };
+            path: {
+                /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
+                project_id: components["parameters"]["PortalProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["PublicETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Cache-Control": components["headers"]["PublicCacheControl"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/feed+json": components["schemas"]["JsonFeed"];
+                };
+            };
+            304: components["responses"]["PublicNotModified"];
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

@@ -10,7 +10,7 @@ export interface RouteSpec {
   path: string
   /** The same path in Fastify's syntax, `/v1/beta/programs/:id`. */
   url: string
-  tag: 'beta' | 'changelog' | 'admin' | 'ops'
+  tag: 'beta' | 'changelog' | 'admin' | 'ops' | 'portal'
   security: 'ApiKey' | 'AdminToken' | 'none'
   schema: { params: JsonSchema; querystring: JsonSchema; body?: JsonSchema; response: Record<string, JsonSchema> }
 }
@@ -52,8 +52,13 @@ export const routes: RouteSpec[] = [
             "type": "integer",
             "format": "int32",
             "minimum": 0,
-            "maximum": 1000000,
-            "default": 0
+            "maximum": 1000000
+          },
+          "cursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 512,
+            "pattern": "^[A-Za-z0-9_-]+$"
           }
         }
       },
@@ -184,7 +189,8 @@ export const routes: RouteSpec[] = [
               "required": [
                 "limit",
                 "offset",
-                "has_more"
+                "has_more",
+                "next_cursor"
               ],
               "properties": {
                 "limit": {
@@ -197,11 +203,19 @@ export const routes: RouteSpec[] = [
                   "type": "integer",
                   "format": "int32",
                   "minimum": 0,
-                  "maximum": 1000000
+                  "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
                 },
                 "has_more": {
                   "type": "boolean",
                   "description": "Whether a further page exists."
+                },
+                "next_cursor": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "maxLength": 512,
+                  "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
               }
             }
@@ -867,8 +881,13 @@ export const routes: RouteSpec[] = [
             "type": "integer",
             "format": "int32",
             "minimum": 0,
-            "maximum": 1000000,
-            "default": 0
+            "maximum": 1000000
+          },
+          "cursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 512,
+            "pattern": "^[A-Za-z0-9_-]+$"
           }
         }
       },
@@ -974,7 +993,8 @@ export const routes: RouteSpec[] = [
               "required": [
                 "limit",
                 "offset",
-                "has_more"
+                "has_more",
+                "next_cursor"
               ],
               "properties": {
                 "limit": {
@@ -987,11 +1007,19 @@ export const routes: RouteSpec[] = [
                   "type": "integer",
                   "format": "int32",
                   "minimum": 0,
-                  "maximum": 1000000
+                  "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
                 },
                 "has_more": {
                   "type": "boolean",
                   "description": "Whether a further page exists."
+                },
+                "next_cursor": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "maxLength": 512,
+                  "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
               }
             }
@@ -1559,8 +1587,13 @@ export const routes: RouteSpec[] = [
             "type": "integer",
             "format": "int32",
             "minimum": 0,
-            "maximum": 1000000,
-            "default": 0
+            "maximum": 1000000
+          },
+          "cursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 512,
+            "pattern": "^[A-Za-z0-9_-]+$"
           }
         }
       },
@@ -1664,7 +1697,8 @@ export const routes: RouteSpec[] = [
               "required": [
                 "limit",
                 "offset",
-                "has_more"
+                "has_more",
+                "next_cursor"
               ],
               "properties": {
                 "limit": {
@@ -1677,11 +1711,19 @@ export const routes: RouteSpec[] = [
                   "type": "integer",
                   "format": "int32",
                   "minimum": 0,
-                  "maximum": 1000000
+                  "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
                 },
                 "has_more": {
                   "type": "boolean",
                   "description": "Whether a further page exists."
+                },
+                "next_cursor": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "maxLength": 512,
+                  "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
               }
             }
@@ -2755,6 +2797,124 @@ export const routes: RouteSpec[] = [
         "type": "object",
         "additionalProperties": false,
         "properties": {}
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "getPortalChangelogPage",
+    "method": "GET",
+    "path": "/portal/{project_id}/changelog",
+    "url": "/portal/:project_id/changelog",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "project_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "project_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "locale": {
+            "type": "string",
+            "maxLength": 35,
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          },
+          "limit": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 20
+          },
+          "offset": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 0,
+            "maximum": 1000000
+          }
+        }
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "getPortalChangelogAtom",
+    "method": "GET",
+    "path": "/portal/{project_id}/changelog.atom",
+    "url": "/portal/:project_id/changelog.atom",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "project_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "project_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "locale": {
+            "type": "string",
+            "maxLength": 35,
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          }
+        }
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "getPortalChangelogJsonFeed",
+    "method": "GET",
+    "path": "/portal/{project_id}/changelog.json",
+    "url": "/portal/:project_id/changelog.json",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "project_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "project_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "locale": {
+            "type": "string",
+            "maxLength": 35,
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          }
+        }
       },
       "response": {}
     }

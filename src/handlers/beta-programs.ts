@@ -3,6 +3,7 @@ import { isId } from '../domain/ids.js'
 import { slugify } from '../domain/slug.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
+import { page, pageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function programRecord(row: ProgramRow): Schemas['BetaProgram'] {
@@ -28,10 +29,8 @@ export function programId(id: string): string {
   return id
 }
 
-/** One page of a list: the repository fetched `limit + 1` rows, the extra one only says there is more. */
-export function page<Row, Item>(rows: Row[], limit: number, offset: number, toRecord: (row: Row) => Item) {
-  return { data: rows.slice(0, limit).map(toRecord), pagination: { limit, offset, has_more: rows.length > limit } }
-}
+
+const programSortKey = (row: ProgramRow) => ({ at: row.created_at, id: row.id })
 
 const EARLIEST = Date.UTC(1, 0, 1)
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
@@ -71,10 +70,11 @@ export const getBetaProgram: Handler<'getBetaProgram'> = async ({ params, princi
 }
 
 export const listBetaPrograms: Handler<'listBetaPrograms'> = async ({ query, principal }, { repos }) => {
-  const limit = query.limit ?? 25
-  const offset = query.offset ?? 0
-  const rows = await repos.programs.list(principal.projectId, { status: query.status, limit: limit + 1, offset })
-  return { status: 200, body: page(rows, limit, offset, programRecord) }
+  // A cursor carries the filter it was issued under: the same position means another row elsewhere.
+  const scope = `programs:${query.status ?? '*'}`
+  const request = pageRequest(query, 25, scope)
+  const rows = await repos.programs.list(principal.projectId, { status: query.status, ...request, limit: request.limit + 1 })
+  return { status: 200, body: page(rows, request, scope, programSortKey, programRecord) }
 }
 
 export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, body, principal }, { repos }) => {

@@ -2,7 +2,8 @@ import type { TesterRow } from '../db/repos/testers.js'
 import { isId } from '../domain/ids.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
-import { page, programId } from './beta-programs.js'
+import { programId } from './beta-programs.js'
+import { page, pageRequest, type PageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function testerRecord(row: TesterRow): Schemas['BetaTester'] {
@@ -54,12 +55,22 @@ export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, bo
   }
 }
 
+const testerSortKey = (row: TesterRow) => ({ at: row.invited_at, id: row.id })
+
 export const listBetaTesters: Handler<'listBetaTesters'> = async ({ params, query, principal }, { repos }) => {
-  const limit = query.limit ?? 25
-  const offset = query.offset ?? 0
-  const rows = await repos.testers.list(principal.projectId, programId(params.program_id), { status: query.status, limit: limit + 1, offset })
+  const program = programId(params.program_id)
+  const scope = `testers:${program}:${query.status ?? '*'}`
+  let request: PageRequest
+  try {
+    request = pageRequest(query, 25, scope)
+  } catch (error) {
+    // A missing program is a 404 whatever the query holds, as for every other id.
+    if (!(await repos.programs.get(principal.projectId, program))) throw notFound('beta program')
+    throw error
+  }
+  const rows = await repos.testers.list(principal.projectId, program, { status: query.status, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
-  return { status: 200, body: page(rows, limit, offset, testerRecord) }
+  return { status: 200, body: page(rows, request, scope, testerSortKey, testerRecord) }
 }
 
 export const getBetaTester: Handler<'getBetaTester'> = async ({ params, principal }, { repos }) => {

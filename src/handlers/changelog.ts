@@ -5,6 +5,7 @@ import { canonicalLocale, sameLocale } from '../domain/locale.js'
 import { checkPublishingInput, decidePublishing, type PublishingDecision } from '../domain/publishing.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
+import { pageOf, pageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
@@ -39,11 +40,15 @@ function publishedAtOrThrow(decision: PublishingDecision) {
 
 const location = (id: string) => `/v1/changelog/${id}`
 
+// The list holds published entries only, so published_at is never null in it; the locale does
+// not change the order, so a cursor serves every locale.
+const CHANGELOG_SCOPE = 'changelog'
+const entrySortKey = (entry: EntryView) => ({ at: entry.published_at!, id: entry.id })
+
 export const listChangelogEntries: Handler<'listChangelogEntries'> = async ({ principal, query }, { repos }) => {
-  const limit = query.limit ?? 20
-  const offset = query.offset ?? 0
-  const { entries, hasMore } = await repos.changelog.list(principal.projectId, { locale: query.locale, limit, offset })
-  return { status: 200, body: { data: entries.map(changelogRecord), pagination: { limit, offset, has_more: hasMore } } }
+  const request = pageRequest(query, 20, CHANGELOG_SCOPE)
+  const { entries, hasMore } = await repos.changelog.list(principal.projectId, { locale: query.locale, ...request })
+  return { status: 200, body: pageOf(entries, hasMore, request, CHANGELOG_SCOPE, entrySortKey, changelogRecord) }
 }
 
 export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ principal, body }, { repos }) => {

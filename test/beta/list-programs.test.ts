@@ -31,7 +31,7 @@ t.test('GET /v1/beta/programs lists newest first, ties broken by id desc', async
     res.json.data.map((p: { id: string }) => p.id),
     [rows[4]!.id, ...ties, rows[0]!.id],
   )
-  t.same(res.json.pagination, { limit: 25, offset: 0, has_more: false })
+  t.same(res.json.pagination, { limit: 25, offset: 0, has_more: false, next_cursor: null })
 })
 
 t.test('programs made through the API come back newest first', async (t) => {
@@ -54,7 +54,7 @@ t.test('an empty project lists nothing', async (t) => {
   const app = await testApp()
   const { key } = await createProject()
   const res = await call(t, app, { url: URL, key })
-  t.same(res.json, { data: [], pagination: { limit: 25, offset: 0, has_more: false } })
+  t.same(res.json, { data: [], pagination: { limit: 25, offset: 0, has_more: false, next_cursor: null } })
 })
 
 t.test('the list holds only the caller project programs', async (t) => {
@@ -96,12 +96,12 @@ t.test('has_more is exact at the page boundary', async (t) => {
 
   const all = await get('limit=5')
   t.same(all.data.map((p: { id: string }) => p.id), newestFirst)
-  t.same(all.pagination, { limit: 5, offset: 0, has_more: false }, 'a page of exactly all rows: no more')
-  t.same((await get('limit=4')).pagination, { limit: 4, offset: 0, has_more: true }, 'one row left over')
-  t.same((await get('limit=2&offset=3')).pagination, { limit: 2, offset: 3, has_more: false }, 'the last page, full')
-  t.same((await get('limit=2&offset=2')).pagination, { limit: 2, offset: 2, has_more: true })
+  t.same(all.pagination, { limit: 5, offset: 0, has_more: false, next_cursor: null }, 'a page of exactly all rows: no more')
+  t.match((await get('limit=4')).pagination, { limit: 4, offset: 0, has_more: true, next_cursor: String }, 'one row left over')
+  t.same((await get('limit=2&offset=3')).pagination, { limit: 2, offset: 3, has_more: false, next_cursor: null }, 'the last page, full')
+  t.match((await get('limit=2&offset=2')).pagination, { limit: 2, offset: 2, has_more: true, next_cursor: String })
   t.same((await get('limit=2&offset=2')).data.map((p: { id: string }) => p.id), newestFirst.slice(2, 4))
-  t.same(await get('offset=5'), { data: [], pagination: { limit: 25, offset: 5, has_more: false } }, 'past the end')
+  t.same(await get('offset=5'), { data: [], pagination: { limit: 25, offset: 5, has_more: false, next_cursor: null } }, 'past the end')
   t.same((await get('limit=1')).data.map((p: { id: string }) => p.id), [newestFirst[0]])
 })
 
@@ -115,7 +115,7 @@ t.test('the status filter and pagination combine', async (t) => {
   )
   const res = await call(t, app, { url: `${URL}?status=active&limit=2`, key })
   t.same(res.json.data.map((p: { name: string }) => p.name), ['p5', 'p3'])
-  t.same(res.json.pagination, { limit: 2, offset: 0, has_more: true })
+  t.match(res.json.pagination, { limit: 2, offset: 0, has_more: true, next_cursor: String })
   const last = await call(t, app, { url: `${URL}?status=active&limit=2&offset=2`, key })
   t.same(last.json.data.map((p: { name: string }) => p.name), ['p1'])
   t.equal(last.json.pagination.has_more, false)
@@ -131,5 +131,5 @@ t.test('bad query parameters are 400', async (t) => {
   }
   const edges = await call(t, app, { url: `${URL}?limit=100&offset=1000000`, key })
   t.equal(edges.status, 200)
-  t.same(edges.json.pagination, { limit: 100, offset: 1000000, has_more: false })
+  t.same(edges.json.pagination, { limit: 100, offset: 1000000, has_more: false, next_cursor: null })
 })

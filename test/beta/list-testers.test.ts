@@ -38,7 +38,7 @@ t.test('GET …/testers lists most recently invited first, ties broken by id des
   const res = await call(t, app, { url, key })
   t.equal(res.status, 200)
   t.same(ids(res), [rows[4]!.id, ...ties, rows[0]!.id])
-  t.same(res.json.pagination, { limit: 25, offset: 0, has_more: false })
+  t.same(res.json.pagination, { limit: 25, offset: 0, has_more: false, next_cursor: null })
 })
 
 t.test('testers enrolled through the API come back newest first, as enrolled', async (t) => {
@@ -55,7 +55,7 @@ t.test('testers enrolled through the API come back newest first, as enrolled', a
 t.test('an empty roster is an empty page', async (t) => {
   const { app, key, url } = await setup(t)
   const res = await call(t, app, { url, key })
-  t.same(res.json, { data: [], pagination: { limit: 25, offset: 0, has_more: false } })
+  t.same(res.json, { data: [], pagination: { limit: 25, offset: 0, has_more: false, next_cursor: null } })
 })
 
 t.test('the list holds only that program testers', async (t) => {
@@ -85,10 +85,10 @@ t.test('status filters the list and combines with pagination', async (t) => {
   const joined = rows.filter((r) => r.status === 'joined').map((r) => r.id).reverse()
   const first = await call(t, app, { url: `${url}?status=joined&limit=2`, key })
   t.same(ids(first), joined.slice(0, 2))
-  t.same(first.json.pagination, { limit: 2, offset: 0, has_more: true })
+  t.match(first.json.pagination, { limit: 2, offset: 0, has_more: true, next_cursor: String })
   const second = await call(t, app, { url: `${url}?status=joined&limit=2&offset=2`, key })
   t.same(ids(second), joined.slice(2))
-  t.same(second.json.pagination, { limit: 2, offset: 2, has_more: false })
+  t.same(second.json.pagination, { limit: 2, offset: 2, has_more: false, next_cursor: null })
 })
 
 t.test('has_more is exact at the page boundary', async (t) => {
@@ -107,7 +107,7 @@ t.test('has_more is exact at the page boundary', async (t) => {
   t.equal(short.json.pagination.has_more, true, 'one row left over')
   const tail = await call(t, app, { url: `${url}?limit=3&offset=3`, key })
   t.same(ids(tail), newestFirst.slice(3))
-  t.same(tail.json.pagination, { limit: 3, offset: 3, has_more: false })
+  t.same(tail.json.pagination, { limit: 3, offset: 3, has_more: false, next_cursor: null })
 })
 
 t.test('an unknown, foreign or malformed program is 404', async (t) => {

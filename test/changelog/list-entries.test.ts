@@ -1,7 +1,7 @@
 import t from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { explainPlan, testDatabase } from '../helpers/db.js'
+import { explainPlan, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
 
 type T = Parameters<typeof call>[0]
 
@@ -25,7 +25,7 @@ t.test('only entries whose published_at has passed, newest first', async (t) => 
   t.equal(res.status, 200)
   t.strictSame(res.json.data.map((e: { id: string }) => e.id), [now.id, recent.id, old.id], 'an entry published now is in the very next list')
   t.strictSame(res.json.data[0], now, 'the records are the ones created')
-  t.strictSame(res.json.pagination, { limit: 20, offset: 0, has_more: false })
+  t.strictSame(res.json.pagination, { limit: 20, offset: 0, has_more: false, next_cursor: null })
 })
 
 t.test('entries published at the same time are ordered by id, descending', async (t) => {
@@ -44,11 +44,11 @@ t.test('limit and offset page through the list; has_more says whether a further 
 
   const first = await list(t, key, '?limit=2')
   t.strictSame(first.json.data.map((e: { id: string }) => e.id), ids.slice(0, 2))
-  t.strictSame(first.json.pagination, { limit: 2, offset: 0, has_more: true })
+  t.match(first.json.pagination, { limit: 2, offset: 0, has_more: true, next_cursor: String })
 
   const second = await list(t, key, '?limit=2&offset=2')
   t.strictSame(second.json.data.map((e: { id: string }) => e.id), ids.slice(2))
-  t.strictSame(second.json.pagination, { limit: 2, offset: 2, has_more: false })
+  t.strictSame(second.json.pagination, { limit: 2, offset: 2, has_more: false, next_cursor: null })
 
   const exact = await list(t, key, '?limit=3')
   t.equal(exact.json.data.length, 3)
@@ -63,7 +63,7 @@ t.test('the default page is 20 entries', async (t) => {
   for (let i = 0; i < 21; i++) await create(t, key, { title: `E${i}`, status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
   const res = await list(t, key)
   t.equal(res.json.data.length, 20)
-  t.strictSame(res.json.pagination, { limit: 20, offset: 0, has_more: true })
+  t.match(res.json.pagination, { limit: 20, offset: 0, has_more: true, next_cursor: String })
 })
 
 t.test('limit and offset out of range are 400', async (t) => {
@@ -90,15 +90,20 @@ t.test('reads work on the free plan; a key is required', async (t) => {
   t.equal(res.json.code, 'unauthorized')
 })
 
-t.test('the list query is served by changelog_entries_project_published_idx, without a sort', async (t) => {
+t.test('the list query is served by changelog_entries_project_published_idx, sorting no more than the page', async (t) => {
   const { id: projectId, key } = await createProject()
   for (let i = 0; i < 3; i++) await create(t, key, { title: `E${i}`, status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
   const { db } = await testDatabase()
   const repo = makeRepos(db).changelog
+  const after = { at: new Date('2025-01-01T00:00:00.000Z'), id: 'ch_zzzzzzzzzzzzzzzzzzzzz' }
 
   for (const locale of [undefined, 'pt-BR']) {
-    const plan = await explainPlan(repo.listQuery(projectId, { locale, limit: 20, offset: 0 }))
-    t.match(plan, /Index (Only )?Scan using changelog_entries_project_published_idx/, `uses the index (locale ${locale})`)
-    t.notMatch(plan, /Sort/, `no Sort node (locale ${locale})`)
+    for (const position of [{ offset: 0 }, { offset: 10000 }, { offset: 0, after }]) {
+      const what = `locale ${locale}, ${position.after ? 'cursor' : `offset ${position.offset}`}`
+      const plan = await explainPlan(repo.listQuery(projectId, { locale, limit: 20, ...position }))
+      t.match(plan, /Index (Only )?Scan using changelog_entries_project_published_idx/, `uses the index (${what})`)
+      t.notOk(sortsBeyondAPage(plan), `sorts only the page (${what})`)
+      if (position.after) t.match(plan, /Index Cond: .*ROW\(published_at, id\) < ROW\(/, `the cursor is an index condition, not a filter (${what})`)
+    }
   }
 })

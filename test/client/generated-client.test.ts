@@ -16,7 +16,7 @@ t.test('openapi-fetch with the generated types talks to a listening server', asy
 
   const programs = await client.GET('/v1/beta/programs', { params: { query: { limit: 5 } } })
   t.equal(programs.response.status, 200)
-  t.same(programs.data?.pagination, { limit: 5, offset: 0, has_more: false })
+  t.same(programs.data?.pagination, { limit: 5, offset: 0, has_more: false, next_cursor: null })
 
   const missing = await client.GET('/v1/changelog/{id}', { params: { path: { id: 'ch_000000000000000000000' } } })
   t.equal(missing.response.status, 404)

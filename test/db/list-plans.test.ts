@@ -3,7 +3,7 @@
 import t from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { createProject } from '../helpers/app.js'
-import { explainPlan, testDatabase } from '../helpers/db.js'
+import { explainPlan, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
 
 t.test('program and tester lists use their indexes without sorting', async (t) => {
   const { db } = await testDatabase()
@@ -11,14 +11,30 @@ t.test('program and tester lists use their indexes without sorting', async (t) =
   const { id: projectId } = await createProject()
   const { id: programId } = await repos.programs.create(projectId, 'plans', { name: 'Plans' } as never)
 
+  const at = new Date('2026-01-01T00:00:00.000Z')
   for (const status of [undefined, 'active'] as const) {
-    const programs = await explainPlan(repos.programs.list(projectId, { status, limit: 26, offset: 0 }))
-    t.match(programs, /Index Scan using beta_programs_project_(status_)?created_idx/, `programs (status ${status})`)
-    t.notMatch(programs, /Sort/, `programs: no Sort (status ${status})`)
+    for (const after of [undefined, { at, id: 'bp_zzzzzzzzzzzzzzzzzzzzz' }]) {
+      const what = `status ${status}, ${after ? 'cursor' : 'offset'}`
+      const programs = await explainPlan(repos.programs.listQuery(projectId, { status, limit: 26, offset: 0, after }))
+      t.match(programs, /Index Scan using beta_programs_project_(status_)?created_idx/, `programs (${what})`)
+      t.notMatch(programs, /Sort/, `programs: no Sort (${what})`)
+      if (after) t.match(programs, /Index Cond: .*ROW\(created_at, id\) < ROW\(/, `programs: the cursor is an index condition (${what})`)
+    }
   }
   for (const status of [undefined, 'invited'] as const) {
-    const testers = await explainPlan(repos.testers.listQuery(projectId, programId, { status, limit: 26, offset: 0 }))
-    t.match(testers, /Index Scan using beta_testers_program_(status_)?invited_idx/, `testers (status ${status})`)
-    t.notMatch(testers, /Sort/, `testers: no Sort (status ${status})`)
+    for (const after of [undefined, { at, id: 'bt_zzzzzzzzzzzzzzzzzzzzz' }]) {
+      const what = `status ${status}, ${after ? 'cursor' : 'offset'}`
+      const testers = await explainPlan(repos.testers.listQuery(projectId, programId, { status, limit: 26, offset: 0, after }))
+      t.match(testers, /Index Scan using beta_testers_program_(status_)?invited_idx/, `testers (${what})`)
+      t.notMatch(testers, /Sort/, `testers: no Sort (${what})`)
+      if (after) t.match(testers, /Index Cond: .*ROW\(invited_at, id\) < ROW\(/, `testers: the cursor is an index condition (${what})`)
+    }
   }
+})
+
+t.test('sortsBeyondAPage tells a sort of the page from a sort of every matching row', async (t) => {
+  const pageSort = ['Sort  (rows=21)', '  ->  Nested Loop', '        ->  Limit', '              ->  Index Only Scan using x', '        ->  Index Scan using pkey'].join('\n')
+  const fullSort = ['Limit  (rows=21)', '  ->  Sort  (rows=100000)', '        ->  Seq Scan on changelog_entries'].join('\n')
+  t.notOk(sortsBeyondAPage(pageSort))
+  t.ok(sortsBeyondAPage(fullSort))
 })

@@ -57,3 +57,25 @@ export async function explainPlan(query: SQLWrapper): Promise<string> {
     return rows.map((row) => Object.values(row)[0]).join('\n')
   })
 }
+
+/**
+ * Whether a plan sorts more than a page: a Sort node with no Limit beneath it. A deferred join
+ * sorts the page's few rows again after the index has chosen them, which costs nothing; a Sort
+ * over every matching row is what the list indexes are there to avoid.
+ */
+export function sortsBeyondAPage(plan: string): boolean {
+  const nodes = plan.split('\n').map((line, index) => {
+    const arrow = line.indexOf('->')
+    const isNode = index === 0 || arrow >= 0
+    return { isNode, depth: arrow >= 0 ? arrow : 0, name: line.replace(/^\s*(->\s*)?/, '') }
+  }).filter((node) => node.isNode)
+  return nodes.some((node, i) => {
+    if (!node.name.startsWith('Sort') && !node.name.startsWith('Incremental Sort')) return false
+    const below = []
+    for (const next of nodes.slice(i + 1)) {
+      if (next.depth <= node.depth) break
+      below.push(next)
+    }
+    return !below.some((n) => n.name.startsWith('Limit'))
+  })
+}

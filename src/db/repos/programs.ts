@@ -1,9 +1,10 @@
-import { and, eq, inArray, like, or } from 'drizzle-orm'
+import { and, eq, inArray, like, or, sql, type Placeholder } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { canTransition, statusesAllowedInto, type ProgramStatus } from '../../domain/program-status.js'
 import { firstFreeSlug } from '../../domain/slug.js'
 import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
+import { preparedOnce } from './prepare-once.js'
 import { beta_programs } from '../schema.js'
 
 export type ProgramRow = typeof beta_programs.$inferSelect
@@ -18,12 +19,30 @@ export type ProgramUpdate =
   | { outcome: 'not_found' }
   | { outcome: 'invalid_transition'; from: ProgramStatus }
 
+export interface ListOptions {
+  status?: ProgramStatus
+  limit: number
+  offset: number
+  /** Keyset pagination: start after this program (its created_at and id) instead of skipping `offset` rows. */
+  after?: { at: Date; id: string }
+}
+
+/** A query's inputs: values for EXPLAIN in tests, placeholders for the statement prepared once. */
+type Input<T> = T | Placeholder
+interface ListInput {
+  projectId: Input<string>
+  status?: Input<ProgramStatus>
+  limit: Input<number>
+  offset: Input<number>
+  after?: { at: Input<string>; id: Input<string> }
+}
+
 // Each lost race means another create of the same slug committed, so every round lets at
 // least one concurrent create through; this bounds the rounds far above any real burst.
 const SLUG_ATTEMPTS = 50
 
 export function programsRepo(db: Database) {
-  const scoped = (projectId: string, id: string) => and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, id))
+  const scoped = (projectId: Input<string>, id: Input<string>) => and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, id))
 
   async function takenSlugs(projectId: string, base: string): Promise<Set<string>> {
     // `base` is [a-z0-9-] only, so it holds no LIKE wildcard to escape.
@@ -34,20 +53,48 @@ export function programsRepo(db: Database) {
     return new Set(rows.map((r) => r.slug))
   }
 
+  const p = sql.placeholder
+  const preparedGet = db.select().from(beta_programs).where(scoped(p('projectId'), p('id'))).prepare('program_get')
+
   async function get(projectId: string, id: string): Promise<ProgramRow | undefined> {
-    const [row] = await db.select().from(beta_programs).where(scoped(projectId, id))
+    const [row] = await preparedGet.execute({ projectId, id })
     return row
   }
 
   /** The page query, in the order of the beta_programs_project_*created_idx indexes (an EXPLAIN test holds it). */
-  const listQuery = (projectId: string, options: { status?: ProgramStatus; limit: number; offset: number }) =>
+  const listQuery = (input: ListInput) =>
     db
       .select()
       .from(beta_programs)
-      .where(and(eq(beta_programs.project_id, projectId), options.status ? eq(beta_programs.status, options.status) : undefined))
+      .where(
+        and(
+          eq(beta_programs.project_id, input.projectId),
+          input.status !== undefined ? eq(beta_programs.status, input.status) : undefined,
+          input.after ? sql`(${beta_programs.created_at}, ${beta_programs.id}) < (${input.after.at}::timestamptz, ${input.after.id})` : undefined,
+        ),
+      )
       .orderBy(descNullsLast(beta_programs.created_at), descNullsLast(beta_programs.id))
-      .limit(options.limit)
-      .offset(options.offset)
+      .limit(input.limit)
+      .offset(input.offset)
+
+  const listInput = (projectId: string, options: ListOptions): ListInput => ({
+    projectId,
+    status: options.status,
+    limit: options.limit,
+    offset: options.after ? 0 : options.offset,
+    after: options.after && { at: options.after.at.toISOString(), id: options.after.id },
+  })
+
+  type ListShape = `${'all' | 'status'}_${'offset' | 'after'}`
+  const preparedList = preparedOnce((shape: ListShape) =>
+    listQuery({
+      projectId: p('projectId'),
+      status: shape.startsWith('status') ? p('status') : undefined,
+      limit: p('limit'),
+      offset: p('offset'),
+      after: shape.endsWith('after') ? { at: p('afterAt'), id: p('afterId') } : undefined,
+    }).prepare(`program_list_${shape}`),
+  )
 
   return {
     /**
@@ -74,8 +121,15 @@ export function programsRepo(db: Database) {
 
     get,
 
-    /** `limit` rows from `offset`, newest first; the caller asks for one more than a page. */
-    list: listQuery,
+    /** The list query with values, for EXPLAIN. */
+    listQuery: (projectId: string, options: ListOptions) => listQuery(listInput(projectId, options)),
+
+    /** `limit` rows from `offset` or after a row, newest first; the caller asks for one more than a page. */
+    list(projectId: string, options: ListOptions): Promise<ProgramRow[]> {
+      const input = listInput(projectId, options)
+      const shape: ListShape = `${input.status === undefined ? 'all' : 'status'}_${input.after ? 'after' : 'offset'}`
+      return preparedList(shape).execute({ ...input, afterAt: input.after?.at, afterId: input.after?.id })
+    },
 
     /**
      * Applies the patch in one UPDATE whose WHERE also holds the status machine, so a

@@ -1,4 +1,4 @@
-import { and, eq, exists, inArray } from 'drizzle-orm'
+import { and, eq, exists, inArray, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { apiStatusesAllowedInto, canApiTransition, type ApiTesterStatus } from '../../domain/tester-status.js'
 import { newTesterToken } from '../../domain/secrets.js'
@@ -22,6 +22,8 @@ interface ListOptions {
   status?: TesterStatus
   limit: number
   offset: number
+  /** Keyset pagination: start after this tester (its invited_at and id) instead of skipping `offset` rows. */
+  after?: { at: Date; id: string }
 }
 
 export function testersRepo(db: Database) {
@@ -41,10 +43,18 @@ export function testersRepo(db: Database) {
     db
       .select()
       .from(beta_testers)
-      .where(and(inProgram(projectId, programId), options.status ? eq(beta_testers.status, options.status) : undefined))
+      .where(
+        and(
+          inProgram(projectId, programId),
+          options.status ? eq(beta_testers.status, options.status) : undefined,
+          options.after
+            ? sql`(${beta_testers.invited_at}, ${beta_testers.id}) < (${options.after.at.toISOString()}::timestamptz, ${options.after.id})`
+            : undefined,
+        ),
+      )
       .orderBy(descNullsLast(beta_testers.invited_at), descNullsLast(beta_testers.id))
       .limit(options.limit)
-      .offset(options.offset)
+      .offset(options.after ? 0 : options.offset)
 
   return {
     listQuery,

@@ -1,0 +1,45 @@
+// Keyset pagination (ext): a cursor names the last row a page ended on, so the next page starts
+// right after it in the list's index, at the same cost at any depth. OFFSET, by contrast, reads
+// and discards every row it skips.
+//
+// A cursor is opaque to clients but not secret: base64url of JSON, holding the list it belongs
+// to (its scope: the list and its filters), the sort key of the last row sent, and how many rows
+// came before the next page, so that `pagination.offset` stays exact. A forged cursor can only
+// move within the caller's own list, which every query is scoped to anyway.
+
+/** Where the next page starts: after the row (at, id) in the list's order, `offset` rows in. */
+export interface Position {
+  at: Date
+  id: string
+  offset: number
+}
+
+const VERSION = 1
+// Far beyond any real list, and inside PostgreSQL's and JavaScript's timestamp ranges.
+const MAX_OFFSET = 2_147_483_647
+const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+const MIN_TIME = Date.UTC(1, 0, 1)
+const ID = /^[a-z]{2,3}_[0-9A-Za-z]{21}$/
+
+export function encodeCursor(scope: string, position: Position): string {
+  return Buffer.from(JSON.stringify([VERSION, scope, position.at.getTime(), position.id, position.offset])).toString('base64url')
+}
+
+/** The position a cursor of `scope` names; undefined for anything else (malformed, or another list's). */
+export function decodeCursor(scope: string, cursor: string): Position | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(value) || value.length !== 5) return undefined
+  const [version, ofScope, at, id, offset] = value as unknown[]
+  if (version !== VERSION || ofScope !== scope) return undefined
+  if (!Number.isInteger(at) || (at as number) < MIN_TIME || (at as number) > MAX_TIME) return undefined
+  if (typeof id !== 'string' || !ID.test(id)) return undefined
+  if (!Number.isInteger(offset) || (offset as number) < 0 || (offset as number) > MAX_OFFSET) return undefined
+  const position = { at: new Date(at as number), id, offset: offset as number }
+  // Node's base64 decoder skips characters it does not know: only the exact text we issue counts.
+  return encodeCursor(scope, position) === cursor ? position : undefined
+}

@@ -1,0 +1,172 @@
+// Keyset pagination (ext): every list gives pagination.next_cursor and takes ?cursor= instead
+// of offset. A cursor walk returns exactly the offset walk, keeps its place when rows are added
+// in front, and a cursor is refused (400) anywhere but the list and filters it came from.
+import t, { type Test } from 'tap'
+import { beta_programs, beta_testers, changelog_entries } from '../../src/db/schema.js'
+import { decodeCursor, encodeCursor } from '../../src/domain/cursor.js'
+import { newId } from '../../src/domain/ids.js'
+import { newTesterToken } from '../../src/domain/secrets.js'
+import { call, createProject, testApp } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
+
+type Page = { json: { data: Array<{ id: string }>; pagination: { limit: number; offset: number; has_more: boolean; next_cursor: string | null } } }
+const ids = (res: Page) => res.json.data.map((x) => x.id)
+const at = (day: number) => new Date(Date.UTC(2025, 0, day))
+
+/** Follows next_cursor from the first page to the end; the pages' ids and offsets. */
+async function walk(t: Test, key: string, url: string, limit: number) {
+  const app = await testApp()
+  const sep = url.includes('?') ? '&' : '?'
+  let res = (await call(t, app, { url: `${url}${sep}limit=${limit}`, key })) as unknown as Page & { status: number }
+  const pages = [ids(res)]
+  const offsets = [res.json.pagination.offset]
+  while (res.json.pagination.next_cursor) {
+    t.equal(res.json.pagination.has_more, true, 'a cursor only while there is more')
+    res = (await call(t, app, { url: `${url}${sep}limit=${limit}&cursor=${res.json.pagination.next_cursor}`, key })) as never
+    t.equal(res.status, 200)
+    pages.push(ids(res))
+    offsets.push(res.json.pagination.offset)
+  }
+  t.equal(res.json.pagination.has_more, false, 'the last page says no more')
+  return { pages, offsets }
+}
+
+/** Seven entries, three of them published at the same instant (ties go by id). */
+async function seedChangelog() {
+  const { db } = await testDatabase()
+  const project = await createProject()
+  const days = [1, 2, 2, 2, 3, 4, 5]
+  const rows = days.map((day, i) => ({
+    id: newId('ch'),
+    project_id: project.id,
+    title: `Entry ${i}`,
+    body: '',
+    labels: [],
+    version: '1.0.0',
+    locale: 'en',
+    published_at: at(day),
+  }))
+  await db.insert(changelog_entries).values(rows)
+  return project
+}
+
+t.test('a cursor walk of the changelog returns exactly the offset walk, with exact offsets', async (t) => {
+  const { key } = await seedChangelog()
+  const app = await testApp()
+  const all = ids((await call(t, app, { url: '/v1/changelog?limit=100', key })) as never)
+  t.equal(all.length, 7)
+  const { pages, offsets } = await walk(t, key, '/v1/changelog', 3)
+  t.same(pages.flat(), all, 'same rows, same order, no repeats, none missing')
+  t.same(pages.map((p) => p.length), [3, 3, 1])
+  t.same(offsets, [0, 3, 6], 'pagination.offset counts the rows before each page')
+})
+
+t.test('rows published in front of a cursor neither repeat nor shift the walk', async (t) => {
+  const { id: projectId, key } = await seedChangelog()
+  const app = await testApp()
+  const before = ids((await call(t, app, { url: '/v1/changelog?limit=100', key })) as never)
+  const first = (await call(t, app, { url: '/v1/changelog?limit=3', key })) as unknown as Page
+  const { db } = await testDatabase()
+  await db.insert(changelog_entries).values({ id: newId('ch'), project_id: projectId, title: 'Newest', body: '', labels: [], version: '1.0.0', locale: 'en', published_at: at(9) })
+  const second = (await call(t, app, { url: `/v1/changelog?limit=3&cursor=${first.json.pagination.next_cursor}`, key })) as unknown as Page
+  t.same(ids(second), before.slice(3, 6), 'the next page starts after the row the first ended on')
+  const byOffset = (await call(t, app, { url: '/v1/changelog?limit=3&offset=3', key })) as unknown as Page
+  t.same(ids(byOffset), before.slice(2, 5), 'offset, by contrast, shifts by the new row')
+})
+
+t.test('the locale and the page size may change between pages', async (t) => {
+  const { key } = await seedChangelog()
+  const app = await testApp()
+  const all = ids((await call(t, app, { url: '/v1/changelog?limit=100', key })) as never)
+  const first = (await call(t, app, { url: '/v1/changelog?limit=2', key })) as unknown as Page
+  const next = (await call(t, app, { url: `/v1/changelog?limit=4&locale=de&cursor=${first.json.pagination.next_cursor}`, key })) as unknown as Page
+  t.same(ids(next), all.slice(2, 6))
+  t.match(next.json.pagination, { limit: 4, offset: 2, has_more: true, next_cursor: String })
+})
+
+t.test('programs and testers page by cursor, filters included', async (t) => {
+  const { db } = await testDatabase()
+  const { id: projectId, key } = await createProject()
+  const statuses = ['draft', 'active', 'active', 'closed', 'active', 'active', 'draft']
+  const programs = statuses.map((status, i) => ({
+    id: newId('bp'),
+    project_id: projectId,
+    name: `P${i}`,
+    slug: `p${i}`,
+    status: status as 'draft' | 'active' | 'closed',
+    created_at: at(i < 4 ? 1 : i),
+  }))
+  await db.insert(beta_programs).values(programs)
+  const app = await testApp()
+  for (const filter of ['', '?status=active']) {
+    const url = `/v1/beta/programs${filter}`
+    const all = ids((await call(t, app, { url: `${url}${filter ? '&' : '?'}limit=100`, key })) as never)
+    const { pages } = await walk(t, key, url, 2)
+    t.same(pages.flat(), all, `programs${filter}`)
+  }
+
+  const programId = programs[1]!.id
+  const testers = Array.from({ length: 5 }, (_, i) => ({
+    id: newId('bt'),
+    beta_program_id: programId,
+    email: `t${i}@example.com`,
+    token: newTesterToken(),
+    invited_at: at(i % 2 === 0 ? 1 : 2 + i),
+  }))
+  await db.insert(beta_testers).values(testers)
+  const url = `/v1/beta/programs/${programId}/testers`
+  const all = ids((await call(t, app, { url: `${url}?limit=100`, key })) as never)
+  t.equal(all.length, 5)
+  const { pages } = await walk(t, key, url, 2)
+  t.same(pages.flat(), all, 'testers')
+})
+
+t.test('a cursor is refused anywhere but its own list and filters, or with offset', async (t) => {
+  const { key } = await seedChangelog()
+  const app = await testApp()
+  const res = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'A' } })
+  const programA = res.json.data.id as string
+  const programB = (await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'B' } })).json.data.id as string
+  await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'C' } })
+  for (const email of ['a@example.com', 'b@example.com']) {
+    await call(t, app, { method: 'POST', url: `/v1/beta/programs/${programA}/testers`, key, body: { email } })
+  }
+
+  const changelogCursor = ((await call(t, app, { url: '/v1/changelog?limit=1', key })) as unknown as Page).json.pagination.next_cursor!
+  const programsCursor = ((await call(t, app, { url: '/v1/beta/programs?limit=1', key })) as unknown as Page).json.pagination.next_cursor!
+  const testersCursor = ((await call(t, app, { url: `/v1/beta/programs/${programA}/testers?limit=1`, key })) as unknown as Page).json.pagination.next_cursor!
+  t.type(testersCursor, 'string')
+
+  const position = decodeCursor('changelog', changelogCursor)!
+  const refused: Array<[string, string]> = [
+    [`/v1/changelog?cursor=${changelogCursor}&offset=0`, '/offset'],
+    [`/v1/changelog?cursor=${programsCursor}`, '/cursor'],
+    [`/v1/beta/programs?cursor=${changelogCursor}`, '/cursor'],
+    [`/v1/beta/programs?status=active&cursor=${programsCursor}`, '/cursor'],
+    [`/v1/beta/programs/${programB}/testers?cursor=${testersCursor}`, '/cursor'],
+    [`/v1/beta/programs/${programA}/testers?status=invited&cursor=${testersCursor}`, '/cursor'],
+    [`/v1/changelog?cursor=${changelogCursor.slice(0, -2)}`, '/cursor'],
+    [`/v1/changelog?cursor=${encodeCursor('changelog', { ...position, offset: -1 })}`, '/cursor'],
+    [`/v1/changelog?cursor=${encodeCursor('programs:*', position)}`, '/cursor'],
+    [`/v1/changelog?cursor=${Buffer.from('[1,"changelog",0,"x",0]').toString('base64url')}`, '/cursor'],
+    ['/v1/changelog?cursor=bm90IGpzb24', '/cursor'],
+    ['/v1/changelog?cursor=', '/cursor'],
+    ['/v1/changelog?cursor=a+b', '/cursor'],
+  ]
+  for (const [url, path] of refused) {
+    const bad = await call(t, app, { url, key })
+    t.equal(bad.status, 400, url)
+    t.equal(bad.json.code, 'validation_failed', url)
+    t.match(bad.json.errors, [{ in: 'query', path }], url)
+  }
+})
+
+t.test('another project cannot page through a list with a cursor it lifted', async (t) => {
+  const owner = await seedChangelog()
+  const other = await createProject()
+  const app = await testApp()
+  const cursor = ((await call(t, app, { url: '/v1/changelog?limit=2', key: owner.key })) as unknown as Page).json.pagination.next_cursor!
+  const res = (await call(t, app, { url: `/v1/changelog?cursor=${cursor}`, key: other.key })) as unknown as Page & { status: number }
+  t.equal(res.status, 200)
+  t.same(res.json.data, [], "the cursor is a position in the caller's own list, which is empty")
+})
