@@ -87,7 +87,16 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   const noBetaKey = noBeta.key
 
   // --- beta programs
-  const programBody = { name: 'Prism beta', version: '2.1.0-beta.1', summary: 'Observed by Prism.', access_url: 'https://testflight.apple.com/join/abc123', status: 'active' }
+  // Every optional field set, so that no part of the record goes unchecked as null.
+  const programBody = {
+    name: 'Prism beta',
+    version: '2.1.0-beta.1',
+    summary: 'Observed by Prism.',
+    access_url: 'https://testflight.apple.com/join/abc123',
+    access_instructions: 'Install TestFlight, then open the link.',
+    status: 'active',
+    feedback_deadline: '2099-12-31T23:59:59+01:00',
+  }
   const created = await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: programBody, headers: { 'idempotency-key': 'prism-program-1' }, expect: 201 })
   const program = created.json.data as { id: string }
   const replay = await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: programBody, headers: { 'idempotency-key': 'prism-program-1' }, expect: 201 })
@@ -160,6 +169,8 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
 
   const spare = (await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: { name: 'Prism spare' }, expect: 201 })).json.data as { id: string }
   const sparePath = `/v1/beta/programs/${spare.id}`
+  const firstPage = await api.send({ path: '/v1/beta/programs?limit=1', token: key, expect: 200 })
+  if (firstPage.json.pagination.has_more !== true) throw new Error('a first page of 1 of 2 programs says has_more false')
   await api.send({ method: 'DELETE', path: sparePath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
   await api.send({ method: 'DELETE', path: sparePath, token: noBetaKey, expect: 403 })
   await api.send({ method: 'DELETE', path: sparePath, token: key, expect: 204 })
@@ -173,8 +184,13 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await claimInFlight(repos, pro.id, 'prism-entry-2', '/v1/changelog', inFlightEntry)
   await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: inFlightEntry, headers: { 'idempotency-key': 'prism-entry-2' }, expect: 409 })
   await api.send({ method: 'POST', path: '/v1/changelog', token: freeKey, json: { title: 'Free plan' }, expect: 403 })
-  await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Scheduled', status: 'scheduled', published_at: '2099-01-01T09:00:00Z' }, expect: 201 })
-  await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Draft', status: 'draft' }, expect: 201 })
+  // A scheduled entry and a draft read back: a future published_at, and a null one.
+  const scheduled = await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Scheduled', version: '2.0.0', status: 'scheduled', published_at: '2099-01-01T09:00:00+02:00' }, expect: 201 })
+  await api.send({ path: `/v1/changelog/${scheduled.json.data.id}`, token: key, expect: 200 })
+  const draft = await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Draft', status: 'draft' }, expect: 201 })
+  const draftPath = `/v1/changelog/${draft.json.data.id}`
+  const draftTag = (await api.send({ path: draftPath, token: key, expect: 200 })).headers.get('etag')!
+  await api.send({ method: 'DELETE', path: draftPath, token: key, headers: { 'if-match': draftTag }, expect: 204 })
 
   const entryPath = `/v1/changelog/${entry.id}`
   await api.send({ method: 'PATCH', path: entryPath, token: key, json: { locale: 'pt-BR', title: 'Modo escuro', body: 'Todas as telas seguem o tema do sistema.' }, expect: 200 })
