@@ -22,6 +22,13 @@ export function projectsRepo(db: Database) {
     return { key: key!, apiKey }
   }
 
+  const keyLookup = db
+    .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled, key_id: api_keys.id })
+    .from(api_keys)
+    .innerJoin(projects, eq(projects.id, api_keys.project_id))
+    .where(and(eq(api_keys.key_hash, sql.placeholder('keyHash')), isNull(api_keys.revoked_at)))
+    .prepare('api_key_lookup')
+
   return {
     /** Creates a project and its first API key in one transaction. */
     create(input: NewProject): Promise<{ project: ProjectRow; apiKey: string }> {
@@ -58,13 +65,13 @@ export function projectsRepo(db: Database) {
       return row !== undefined
     },
 
-    /** The project a live (not revoked) key belongs to. */
+    /**
+     * The project a live (not revoked) key belongs to. It runs on every request, read from the
+     * database each time (operator changes take effect on the very next request, on every
+     * instance), so it is built once and runs as a prepared statement.
+     */
     async findByKeyHash(keyHash: string): Promise<(Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> & { key_id: string }) | undefined> {
-      const [row] = await db
-        .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled, key_id: api_keys.id })
-        .from(api_keys)
-        .innerJoin(projects, eq(projects.id, api_keys.project_id))
-        .where(and(eq(api_keys.key_hash, keyHash), isNull(api_keys.revoked_at)))
+      const [row] = await keyLookup.execute({ keyHash })
       return row
     },
 
