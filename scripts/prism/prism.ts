@@ -1,18 +1,22 @@
 // Starts `prism proxy` in observer mode in front of a running server and stops it by its own pid.
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { freePort } from '../bench/procs.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
+// However this process ends (a failure, the watchdog, an exception), no Prism outlives it.
+const running = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL')
+})
+
 export interface Prism {
   readonly url: string
-  /** What Prism printed, for the report when something goes wrong. */
-  output(): string
   stop(): Promise<void>
 }
 
-export async function startPrism(upstream: string, timeoutMs = 30_000): Promise<Prism> {
+export async function startPrism(upstream: string, timeoutMs = 90_000): Promise<Prism> {
   const port = await freePort()
   // --errors=false: forward everything and only report (observer mode). --cors=false: Prism
   // would otherwise add CORS headers and answer preflights itself, which is not our server.
@@ -21,10 +25,17 @@ export async function startPrism(upstream: string, timeoutMs = 30_000): Promise<
     [`${root}node_modules/@stoplight/prism-cli/dist/index.js`, 'proxy', `${root}openapi.yaml`, upstream, '--errors=false', '--cors=false', '--host', '127.0.0.1', '--port', String(port), '--verboseLevel', 'warn'],
     { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } },
   )
+  running.add(child)
+  // Kept for the error when Prism fails to start.
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      running.delete(child)
+      resolve()
+    }),
+  )
 
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return
@@ -50,5 +61,5 @@ export async function startPrism(upstream: string, timeoutMs = 30_000): Promise<
     }
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
-  return { url, output: () => output, stop }
+  return { url, stop }
 }

@@ -212,6 +212,14 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ method: 'DELETE', path: `${entryPath}?locale=pt-BR`, token: key, expect: 204 })
   await api.send({ method: 'DELETE', path: `${entryPath}?locale=pt-BR`, token: key, expect: 404 })
 
+  // --- the public portal: no key, budgets per client address
+  for (const page of ['changelog', 'changelog.atom', 'changelog.json']) {
+    const path = `/portal/${pro.id}/${page}`
+    const res = await api.send({ path: `${path}?locale=pt-BR`, expect: 200 })
+    await api.send({ path: `${path}?locale=pt-BR`, headers: { 'if-none-match': res.headers.get('etag')! }, expect: 304 })
+    await api.send({ path: `/portal/${MISSING.project}/${page}`, expect: 404 })
+  }
+
   // --- sweeps over the route table. Every path parameter gets a real id, so that only the
   // condition under test differs from a request that succeeds.
   const samples: Record<string, string> = {
