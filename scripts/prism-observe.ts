@@ -6,12 +6,12 @@
 // operation or a documented status was not exercised (see report() for the exact rules).
 // Request-side violations of refused requests are expected (the scenario sends bad requests on
 // purpose) and only counted.
+import { createServer, type AddressInfo, type Server } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { routes } from '../generated/routes.js'
 import { buildApp } from '../src/app.js'
 import { defaults, type Config } from '../src/config.js'
 import { openDatabase, type DbHandle } from '../src/db/client.js'
-import { freePort } from './bench/procs.js'
 import { Observer, UnexpectedStatus, type Exchange } from './prism/observer.js'
 import { startPrism, type Prism } from './prism/prism.js'
 import { runScenario } from './prism/scenario.js'
@@ -45,10 +45,22 @@ const watchdog = setTimeout(() => {
   void stopAll().finally(() => process.exit(1))
 }, DEADLINE_MS)
 
-async function listen(config: Config, database: DbHandle, port: number): Promise<FastifyInstance> {
+/**
+ * A port held open until the app takes it: Prism is told the upstream's address before the
+ * database and the app are up, and no other process may take the port meanwhile.
+ */
+async function reservePort(): Promise<{ port: number; server: Server }> {
+  // Refuses what Prism forwards meanwhile (its readiness probe), so that nothing hangs.
+  const server = createServer((socket) => socket.destroy())
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve))
+  return { port: (server.address() as AddressInfo).port, server }
+}
+
+async function listen(config: Config, database: DbHandle, reserved: { port: number; server: Server }): Promise<FastifyInstance> {
   const app = await buildApp(config, database)
   apps.push(app)
-  await app.listen({ port, host: '127.0.0.1' })
+  await new Promise((resolve) => reserved.server.close(resolve))
+  await app.listen({ port: reserved.port, host: '127.0.0.1' })
   return app
 }
 
@@ -107,16 +119,16 @@ function report(exchanges: Exchange[]): string[] {
 
 async function main(): Promise<number> {
   const started = Date.now()
-  const [port, portAdminOff] = [await freePort(), await freePort()]
+  const [upstream, upstreamAdminOff] = [await reservePort(), await reservePort()]
   // Prism takes seconds to start: it starts while the database and the app do.
-  const prismsUp = Promise.all([startPrism(`http://127.0.0.1:${port}`), startPrism(`http://127.0.0.1:${portAdminOff}`)])
+  const prismsUp = Promise.all([startPrism(`http://127.0.0.1:${upstream.port}`), startPrism(`http://127.0.0.1:${upstreamAdminOff.port}`)])
   prismsUp.then((started) => prisms.push(...started), () => {})
   // In memory: a fresh database each run, nothing left behind.
   const database = await openDatabase({})
   await database.migrate()
   const config: Config = { ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, rateLimitPerMinute: RATE_LIMIT, redisUrl: undefined }
-  const app = await listen(config, database, port)
-  await listen({ ...config, adminToken: undefined }, database, portAdminOff)
+  const app = await listen(config, database, upstream)
+  await listen({ ...config, adminToken: undefined }, database, upstreamAdminOff)
   const [prism, prismAdminOff] = await prismsUp
   console.log(`server and Prism up in ${((Date.now() - started) / 1000).toFixed(1)} s`)
 

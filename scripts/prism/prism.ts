@@ -16,8 +16,23 @@ export interface Prism {
   stop(): Promise<void>
 }
 
+/**
+ * Starts Prism on a free port and waits until it answers. freePort() cannot hold the port until
+ * Prism binds it; should another process take it meanwhile, Prism exits and is started again.
+ */
 export async function startPrism(upstream: string, timeoutMs = 90_000): Promise<Prism> {
-  const port = await freePort()
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnPrism(upstream, await freePort(), timeoutMs)
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 3) throw error
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function spawnPrism(upstream: string, port: number, timeoutMs: number): Promise<Prism> {
   // --errors=false: forward everything and only report (observer mode). --cors=false: Prism
   // would otherwise add CORS headers and answer preflights itself, which is not our server.
   const child = spawn(
@@ -48,7 +63,10 @@ export async function startPrism(upstream: string, timeoutMs = 90_000): Promise<
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`prism exited with ${child.exitCode} before listening:\n${output}`)
+    if (child.exitCode !== null) {
+      if (/EADDRINUSE/.test(output)) throw new PortTaken(`port ${port} was taken`)
+      throw new Error(`prism exited with ${child.exitCode} before listening:\n${output}`)
+    }
     // /healthz needs nothing from the server but to be up; any answer means Prism listens.
     const up = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }).then(
       () => true,
