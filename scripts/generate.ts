@@ -116,7 +116,7 @@ export interface RouteSpec {
   path: string
   /** The same path in Fastify's syntax, \`/v1/beta/programs/:id\`. */
   url: string
-  tag: 'beta' | 'changelog' | 'admin' | 'ops'
+  tag: 'beta' | 'changelog' | 'admin' | 'ops' | 'portal'
   security: 'ApiKey' | 'AdminToken' | 'none'
   schema: { params: JsonSchema; querystring: JsonSchema; body?: JsonSchema; response: Record<string, JsonSchema> }
 }

@@ -4,6 +4,7 @@ import * as programs from './beta-programs.js'
 import * as testers from './beta-testers.js'
 import * as changelog from './changelog.js'
 import * as ops from './ops.js'
+import * as portalChangelog from './portal-changelog.js'
 
 /** One handler per operationId of openapi.yaml; the compiler names any that is missing. */
 export const handlers = {
@@ -22,6 +23,9 @@ export const handlers = {
   getChangelogEntry: changelog.getChangelogEntry,
   updateChangelogEntry: changelog.updateChangelogEntry,
   deleteChangelogEntry: changelog.deleteChangelogEntry,
+  getPortalChangelogPage: portalChangelog.getPortalChangelogPage,
+  getPortalChangelogAtom: portalChangelog.getPortalChangelogAtom,
+  getPortalChangelogJsonFeed: portalChangelog.getPortalChangelogJsonFeed,
   adminCreateProject: admin.adminCreateProject,
   adminGetProject: admin.adminGetProject,
   adminUpdateProject: admin.adminUpdateProject,

@@ -1,13 +1,16 @@
 // Per-key rate limits by @fastify/rate-limit: in memory on one instance, in Redis when
-// REDIS_URL is set so that several instances share one budget. Only authenticated operations
-// are limited, and the limit runs after the guard, so it counts per API key (by its id, never
-// the key itself). The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After)
-// are the one family sent.
+// REDIS_URL is set so that several instances share one budget. Authenticated operations are
+// limited after the guard, so they count per API key (by its id, never the key itself). The
+// key-less portal (pages and feeds) counts per client address with the same budget, so that one
+// client cannot flood it; behind a proxy that hides client addresses, all visitors share it.
+// The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After) are the one family sent.
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from './errors.js'
+
+const isPublic = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
 
 export async function registerRateLimit(app: FastifyInstance, config: Config): Promise<void> {
   const redis = config.redisUrl
@@ -29,9 +32,9 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
     skipOnError: true,
     nameSpace: 'feedback-rl:',
     ...(redis ? { redis } : {}),
-    keyGenerator: (request) => (request.principal ? `key:${request.principal.keyId}` : 'admin'),
-    errorResponseBuilder: (_request, context) =>
-      new ApiError('rate_limited', `More than ${context.max} requests a minute with this key; retry in ${context.after}.`),
+    keyGenerator: (request) => (request.principal ? `key:${request.principal.keyId}` : isPublic(request) ? `ip:${request.ip}` : 'admin'),
+    errorResponseBuilder: (request, context) =>
+      new ApiError('rate_limited', `More than ${context.max} requests a minute ${isPublic(request) ? 'from this address' : 'with this key'}; retry in ${context.after}.`),
   })
 }
 

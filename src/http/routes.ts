@@ -19,7 +19,8 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
     app.route({
       method: route.method,
       url: route.url,
-      config: { route, ...(route.security === 'none' ? {} : { rateLimit: rateLimitFor(ctx.config) }) },
+      // Authenticated operations count per key; the public portal, per client address.
+      config: { route, ...(route.security !== 'none' || route.tag === 'portal' ? { rateLimit: rateLimitFor(ctx.config) } : {}) },
       schema: {
         params: route.schema.params,
         querystring: route.schema.querystring,
@@ -31,7 +32,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
         if (result.headers) reply.headers(result.headers)
         reply.code(result.status)
-        return result.status === 204 ? reply.send() : reply.send(result.body)
+        return result.status === 204 || result.status === 304 ? reply.send() : reply.send(result.body)
       },
     })
   }

@@ -1,5 +1,6 @@
 // Handler types come from the generated operations, so a field renamed in openapi.yaml breaks
 // the build here instead of breaking a client.
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyBaseLogger } from 'fastify'
 import type { operations } from '../../generated/api.js'
 import type { OperationId } from '../../generated/routes.js'
@@ -15,15 +16,23 @@ export type PathParams<K extends OperationId> = Defined<Op<K>['parameters']['pat
 export type Query<K extends OperationId> = Defined<Op<K>['parameters']['query']>
 export type Body<K extends OperationId> = Op<K> extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined
 
-type SuccessStatus = 200 | 201 | 204
+type SuccessStatus = 200 | 201 | 204 | 304
 type Content<R> = R extends { content: infer C } ? C[keyof C] : undefined
+/**
+ * Statuses the operation documents with an HTML page: a page answers its own errors (a 404
+ * page for a person), where the API answers a problem thrown as an ApiError.
+ */
+type PageStatus<K extends OperationId> = {
+  [S in keyof Op<K>['responses']]: Op<K>['responses'][S] extends { content: { 'text/html': string } } ? S : never
+}[keyof Op<K>['responses']]
+type ReplyStatus<K extends OperationId> = (keyof Op<K>['responses'] & SuccessStatus) | PageStatus<K>
 export type Reply<K extends OperationId> = {
-  [S in keyof Op<K>['responses'] & SuccessStatus]: {
+  [S in ReplyStatus<K>]: {
     status: S
     body: Content<Op<K>['responses'][S]>
     headers?: Record<string, string>
   }
-}[keyof Op<K>['responses'] & SuccessStatus]
+}[ReplyStatus<K>]
 
 /** The project an API key belongs to, as the guard found it for this request. */
 export interface Principal {
@@ -39,6 +48,8 @@ export interface ApiRequest<K extends OperationId> {
   params: PathParams<K>
   query: Query<K>
   body: Body<K>
+  /** The request headers, for the operations that document header parameters (conditional GETs). */
+  headers: IncomingHttpHeaders
   /** Set on every operation secured by an API key; undefined on admin and ops operations. */
   principal: Principal
   log: FastifyBaseLogger

@@ -733,10 +733,13 @@ function violations(route: RouteSpec, sent: Sent, expect: Expect, res: { statusC
   const given = sent.headers['x-request-id']
   if (given !== undefined && REQUEST_ID.test(given) && requestId !== given) problems.push(`X-Request-Id ${given} was not kept`)
   if (status >= 400) {
-    if (!contentType.startsWith('application/problem+json')) problems.push(`error answered as ${contentType}`)
+    // A page for people answers its own errors with a page where the spec documents one
+    // (specProblems above holds the content type to the spec); everything else is a problem.
+    const page = contentType.startsWith('text/html')
+    if (!page && !contentType.startsWith('application/problem+json')) problems.push(`error answered as ${contentType}`)
     let problem: Record<string, unknown> | undefined
     try {
-      problem = JSON.parse(res.body) as Record<string, unknown>
+      if (!page) problem = JSON.parse(res.body) as Record<string, unknown>
     } catch {
       problems.push('error body is not JSON')
     }

@@ -1,0 +1,140 @@
+// The changelog as feeds: Atom 1.0 (RFC 4287) and JSON Feed 1.1. Both are built from the same
+// entries the page shows, with bodies rendered by the same Markdown renderer.
+//
+// The service does not know the public address it is served under (no base URL is configured,
+// and the Host header is the client's to choose, so it never goes into a cacheable public
+// document). Links are therefore relative references, resolved against the feed's own URL, and
+// ids are `urn:uuid:` names derived from the project and entry ids: stable wherever the feed
+// is served from.
+import { createHash } from 'node:crypto'
+import type { EntryView } from '../db/repos/changelog.js'
+import { renderMarkdown } from './markdown.js'
+
+/** Entries a feed holds: the newest of the published set, like a first page of the list. */
+export const FEED_SIZE = 50
+
+export interface FeedSource {
+  projectId: string
+  projectName: string
+  /** The locale asked for, if any; it selects translations and goes into the links. */
+  locale: string | undefined
+  entries: EntryView[]
+  /** When the project was created: the `updated` of a feed that has no entries yet. */
+  projectCreatedAt: Date
+}
+
+export const changelogPath = (projectId: string) => `/portal/${projectId}/changelog`
+const withLocale = (path: string, locale: string | undefined) => (locale ? `${path}?locale=${encodeURIComponent(locale)}` : path)
+
+/** When an entry last changed as a reader sees it: it cannot be older than its publication. */
+export const entryUpdated = (entry: EntryView): Date =>
+  entry.published_at && entry.published_at > entry.updated_at ? entry.published_at : entry.updated_at
+
+/** The latest change among the entries, or the project's creation when there are none. */
+export function feedUpdated(source: Pick<FeedSource, 'entries' | 'projectCreatedAt'>): Date {
+  return source.entries.reduce((latest, entry) => {
+    const updated = entryUpdated(entry)
+    return updated > latest ? updated : latest
+  }, source.projectCreatedAt)
+}
+
+// A name-based (version 5) UUID under this service's own namespace: the same name always gives
+// the same id, and no two names share one.
+const NAMESPACE = Buffer.from('4d0a9d1e7c3b4f5a8e2f6b1c9d0e3a7f', 'hex')
+function uuidUrn(name: string): string {
+  const hash = createHash('sha1').update(NAMESPACE).update(name).digest()
+  hash[6] = (hash[6]! & 0x0f) | 0x50
+  hash[8] = (hash[8]! & 0x3f) | 0x80
+  const hex = hash.subarray(0, 16).toString('hex')
+  return `urn:uuid:${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
+// XML 1.0 allows tab, newline, carriage return and the characters from U+0020 on, except lone
+// surrogates and U+FFFE/U+FFFF. Titles are stored exactly as sent, so anything else in one is
+// replaced rather than let it make the whole feed unreadable.
+const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu
+const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' }
+
+/** Text for an XML text node or a quoted attribute: no CDATA, so `]]>` is just `]]&gt;`. */
+export function xmlEscape(value: string): string {
+  return value.replace(NOT_XML, '\uFFFD').replace(/[&<>"']/g, (c) => XML_ESCAPES[c]!)
+}
+
+const feedTitle = (source: FeedSource) => `${source.projectName} changelog`
+
+export function atomFeed(source: FeedSource): string {
+  const page = changelogPath(source.projectId)
+  const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale?.toLowerCase() ?? ''}`)
+  const entries = source.entries.map((entry) => {
+    const lines = [
+      `  <entry xml:lang="${xmlEscape(entry.locale)}">`,
+      `    <id>${uuidUrn(`${source.projectId}/${entry.id}`)}</id>`,
+      `    <title type="text">${xmlEscape(entry.title)}</title>`,
+      ...(entry.published_at ? [`    <published>${entry.published_at.toISOString()}</published>`] : []),
+      `    <updated>${entryUpdated(entry).toISOString()}</updated>`,
+      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${withLocale(page, source.locale)}#${entry.id}`)}"/>`,
+      ...entry.labels.map((label) => `    <category term="${xmlEscape(label)}"/>`),
+      `    <content type="html">${xmlEscape(renderMarkdown(entry.body))}</content>`,
+      '  </entry>',
+    ]
+    return lines.join('\n')
+  })
+  return [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<feed xmlns="http://www.w3.org/2005/Atom">',
+    `  <id>${feedId}</id>`,
+    `  <title type="text">${xmlEscape(feedTitle(source))}</title>`,
+    `  <updated>${feedUpdated(source).toISOString()}</updated>`,
+    `  <author><name>${xmlEscape(source.projectName)}</name></author>`,
+    `  <link rel="alternate" type="text/html" href="${xmlEscape(withLocale(page, source.locale))}"/>`,
+    `  <link rel="self" type="application/atom+xml" href="${xmlEscape(withLocale(`${page}.atom`, source.locale))}"/>`,
+    ...entries,
+    '</feed>',
+    '',
+  ].join('\n')
+}
+
+export interface JsonFeedItem {
+  id: string
+  url: string
+  title: string
+  content_html: string
+  date_published: string
+  date_modified: string
+  tags: string[]
+  language: string
+}
+
+export interface JsonFeed {
+  version: 'https://jsonfeed.org/version/1.1'
+  title: string
+  home_page_url: string
+  feed_url: string
+  authors: { name: string }[]
+  items: JsonFeedItem[]
+}
+
+export function jsonFeed(source: FeedSource): JsonFeed {
+  const page = withLocale(changelogPath(source.projectId), source.locale)
+  return {
+    version: 'https://jsonfeed.org/version/1.1',
+    title: feedTitle(source),
+    home_page_url: page,
+    feed_url: withLocale(`${changelogPath(source.projectId)}.json`, source.locale),
+    authors: [{ name: source.projectName }],
+    items: source.entries.map((entry) => ({
+      id: entry.id,
+      url: `${page}#${entry.id}`,
+      title: entry.title,
+      content_html: renderMarkdown(entry.body),
+      // Every entry in a feed is published; the list never returns one without a date.
+      date_published: (entry.published_at ?? entry.created_at).toISOString(),
+      date_modified: entryUpdated(entry).toISOString(),
+      tags: entry.labels,
+      language: entry.locale,
+    })),
+  }
+}
+
+export const ATOM_TYPE = 'application/atom+xml; charset=utf-8'
+export const JSON_FEED_TYPE = 'application/feed+json; charset=utf-8'

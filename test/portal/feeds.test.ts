@@ -1,0 +1,236 @@
+// The changelog feeds: Atom 1.0 and JSON Feed 1.1 with the same published set as the page and
+// the API, parsed as a feed reader would, revalidated with ETag / Last-Modified, open to
+// browsers on any origin.
+import { setTimeout as sleep } from 'node:timers/promises'
+import { XMLParser, XMLValidator } from 'fast-xml-parser'
+import t from 'tap'
+import { call, createProject, testApp } from '../helpers/app.js'
+
+type T = Parameters<typeof call>[0]
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Any = any
+
+async function create(t: T, key: string, body: object): Promise<{ id: string; published_at: string; updated_at: string }> {
+  const res = await call(t, await testApp(), { method: 'POST', url: '/v1/changelog', key, body })
+  t.equal(res.status, 201)
+  return res.json.data
+}
+
+const load = async (t: T, url: string, headers: Record<string, string> = {}) => call(t, await testApp(), { url, headers })
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: '@',
+  parseTagValue: false,
+  parseAttributeValue: false,
+  isArray: (name) => ['entry', 'link', 'category'].includes(name),
+})
+
+/** The Atom document, after checking it is well-formed XML. */
+function atom(t: T, xml: string): Any {
+  const valid = XMLValidator.validate(xml)
+  t.equal(valid, true, 'the Atom feed is well-formed XML')
+  return parser.parse(xml).feed
+}
+
+const text = (node: Any): string => (typeof node === 'string' ? node : node['#text'])
+const alternate = (links: Any[]) => links.find((l) => l['@rel'] === 'alternate')?.['@href']
+/** The entry ids of an Atom feed, from the fragment of each entry's alternate link. */
+const atomIds = (feed: Any): string[] => (feed.entry ?? []).map((e: Any) => alternate(e.link).split('#')[1])
+
+/** The required elements of RFC 4287 (and what this service promises besides). */
+function checkAtom(t: T, feed: Any, projectName: string) {
+  t.equal(feed['@xmlns'], 'http://www.w3.org/2005/Atom', 'the Atom namespace')
+  t.match(feed.id, /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'feed id: a name-based UUID URN')
+  t.equal(text(feed.title), `${projectName} changelog`, 'feed title')
+  t.ok(Number.isFinite(Date.parse(feed.updated)), 'feed updated is a date')
+  t.equal(feed.author.name, projectName, 'feed author')
+  t.match(alternate(feed.link), /^\/portal\/prj_\w{21}\/changelog/, 'feed link rel=alternate to the page')
+  t.match(feed.link.find((l: Any) => l['@rel'] === 'self')['@href'], /\/changelog\.atom/, 'feed link rel=self')
+  for (const entry of feed.entry ?? []) {
+    t.match(entry.id, /^urn:uuid:/, 'entry id')
+    t.type(text(entry.title), 'string', 'entry title')
+    t.ok(Number.isFinite(Date.parse(entry.updated)), 'entry updated')
+    t.ok(Date.parse(entry.updated) >= Date.parse(entry.published), 'updated is never before published')
+    t.match(alternate(entry.link), /#ch_\w{21}$/, 'entry link rel=alternate')
+    t.equal(entry.content['@type'], 'html', 'content as escaped HTML')
+  }
+}
+
+/** The required members of JSON Feed 1.1. */
+function checkJsonFeed(t: T, feed: Any, projectName: string) {
+  t.equal(feed.version, 'https://jsonfeed.org/version/1.1')
+  t.equal(feed.title, `${projectName} changelog`)
+  t.ok(Array.isArray(feed.items), 'items')
+  for (const item of feed.items) {
+    t.type(item.id, 'string', 'item id')
+    t.ok(typeof item.content_html === 'string' || typeof item.content_text === 'string', 'item content_html or content_text')
+  }
+}
+
+t.test('both feeds hold exactly the published set of the API, newest first, without a key', async (t) => {
+  const project = await createProject({ name: 'Acme' })
+  const other = await createProject()
+  const old = await create(t, project.key, { title: 'Old', status: 'published', published_at: '2021-01-01T00:00:00.000Z', labels: ['Fix'] })
+  const now = await create(t, project.key, { title: 'Now', body: 'Dark *mode*.', status: 'published' })
+  await create(t, project.key, { title: 'Draft entry' })
+  await create(t, project.key, { title: 'Future entry', status: 'scheduled', published_at: new Date(Date.now() + 3_600_000).toISOString() })
+  await create(t, other.key, { title: 'Other project entry', status: 'published' })
+  const api = (await call(t, await testApp(), { url: '/v1/changelog?limit=50', key: project.key })).json.data.map((e: { id: string }) => e.id)
+  t.strictSame(api, [now.id, old.id])
+
+  const atomRes = await load(t, `/portal/${project.id}/changelog.atom`)
+  t.equal(atomRes.status, 200)
+  t.equal(atomRes.headers['content-type'], 'application/atom+xml; charset=utf-8')
+  const feed = atom(t, atomRes.raw)
+  checkAtom(t, feed, 'Acme')
+  t.strictSame(atomIds(feed), api, 'Atom: the API list')
+  t.notMatch(atomRes.raw, /Draft entry|Future entry|Other project entry/)
+  const [first, second] = feed.entry
+  t.equal(text(first.title), 'Now')
+  t.equal(text(first.content), '<p>Dark <em>mode</em>.</p>', 'the body rendered as on the page (the parser trims)')
+  t.equal(first.published, now.published_at)
+  t.equal(second.category[0]['@term'], 'fix', 'labels are categories')
+  t.equal(feed.updated, now.updated_at, 'feed updated: the latest change')
+  t.equal(atomRes.headers['last-modified'], new Date(now.updated_at).toUTCString(), 'Last-Modified is the feed updated')
+  const again = atom(t, (await load(t, `/portal/${project.id}/changelog.atom`)).raw)
+  t.equal(again.id, feed.id, 'ids never change')
+  t.equal(again.entry[0].id, first.id)
+
+  const jsonRes = await load(t, `/portal/${project.id}/changelog.json`)
+  t.equal(jsonRes.status, 200)
+  t.equal(jsonRes.headers['content-type'], 'application/feed+json; charset=utf-8')
+  checkJsonFeed(t, jsonRes.json, 'Acme')
+  t.strictSame(jsonRes.json.items.map((i: Any) => i.id), api, 'JSON Feed: the API list')
+  t.match(jsonRes.json.items[0], { title: 'Now', content_html: '<p>Dark <em>mode</em>.</p>\n', date_published: now.published_at, language: 'en', url: `/portal/${project.id}/changelog#${now.id}` })
+  t.strictSame(jsonRes.json.authors, [{ name: 'Acme' }])
+  t.notMatch(jsonRes.raw, new RegExp(project.key), 'no API key')
+})
+
+t.test('a feed holds the newest 50 entries, like the first page of the list', async (t) => {
+  const { id, key } = await createProject()
+  for (let i = 0; i < 52; i++) await create(t, key, { title: `E${i}`, status: 'published', published_at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() })
+  const api = (await call(t, await testApp(), { url: '/v1/changelog?limit=50', key })).json.data.map((e: { id: string }) => e.id)
+  const json = await load(t, `/portal/${id}/changelog.json`)
+  t.strictSame(json.json.items.map((i: Any) => i.id), api)
+  t.equal(text(atom(t, (await load(t, `/portal/${id}/changelog.atom`)).raw).entry[0].title), 'E51')
+})
+
+t.test('a scheduled entry appears in the feeds by itself, and revalidation sees it', async (t) => {
+  const { id, key } = await createProject()
+  await create(t, key, { title: 'Already out', status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
+  const at = new Date(Date.now() + 1_500).toISOString()
+  const soon = await create(t, key, { title: 'Soon', status: 'scheduled', published_at: at })
+  const before = await load(t, `/portal/${id}/changelog.atom`)
+  const beforeJson = await load(t, `/portal/${id}/changelog.json`)
+  t.notMatch(before.raw, /Soon/, 'absent while scheduled')
+  t.equal(beforeJson.json.items.length, 1)
+
+  await sleep(Date.parse(at) - Date.now() + 50)
+  const after = await load(t, `/portal/${id}/changelog.atom`, { 'if-none-match': String(before.headers.etag), 'if-modified-since': String(before.headers['last-modified']) })
+  t.equal(after.status, 200, 'the old validators no longer match')
+  const feed = atom(t, after.raw)
+  t.equal(atomIds(feed)[0], soon.id, 'present once its time has passed')
+  t.equal(feed.updated, at, 'the feed is updated at the publication, later than any edit')
+  t.equal(after.headers['last-modified'], new Date(at).toUTCString())
+  const json = await load(t, `/portal/${id}/changelog.json`, { 'if-none-match': String(beforeJson.headers.etag) })
+  t.equal(json.status, 200)
+  t.equal(json.json.items[0].id, soon.id)
+})
+
+t.test('titles and bodies are escaped for XML: &, <, ]]>, quotes and control characters', async (t) => {
+  const { id, key } = await createProject({ name: 'R&D <Lab> "quoted"' })
+  const title = 'Fish & <chips> ]]> "q" \'a\' \u0001\u0008\u000b\u001f\ufffe end \u{1F600}'
+  const created = await call(t, await testApp(), { method: 'POST', url: '/v1/changelog', key, body: { title, body: 'A ]]> B <![CDATA[ x ]]> & <script>alert(1)</script>\n\n[x](javascript:alert(1))', status: 'published' } })
+  t.equal(created.status, 201, 'the API stores titles as sent')
+
+  const res = await load(t, `/portal/${id}/changelog.atom`)
+  const feed = atom(t, res.raw)
+  checkAtom(t, feed, 'R&D <Lab> "quoted"')
+  t.notMatch(res.raw, /[\u0001\u0008\u000b\u001f\ufffe]/, 'no character XML forbids')
+  t.equal(text(feed.entry[0].title), 'Fish & <chips> ]]> "q" \'a\' \ufffd\ufffd\ufffd\ufffd\ufffd end \u{1F600}', 'the title reads back; forbidden characters become U+FFFD')
+  const content = text(feed.entry[0].content)
+  t.notMatch(content, /<script/i, 'the content holds no script')
+  t.match(content, /A \]\]&gt; B &lt;!\[CDATA\[ x \]\]&gt; &amp; &lt;script&gt;/, 'the rendered body reads back exactly')
+  t.notMatch(content, /href="javascript:/i)
+  t.notMatch(res.raw, /<!\[CDATA\[/, 'no CDATA section: everything is escaped')
+
+  const json = await load(t, `/portal/${id}/changelog.json`)
+  t.equal(json.json.items[0].title, title, 'JSON carries the title exactly')
+  t.notMatch(json.json.items[0].content_html, /<script/i)
+})
+
+t.test('?locale= selects translations in both feeds, like the API', async (t) => {
+  const { id, key } = await createProject()
+  const translated = await create(t, key, { title: 'Dark mode', status: 'published', published_at: '2025-02-01T00:00:00.000Z' })
+  await create(t, key, { title: 'Offline', status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
+  const patch = await call(t, await testApp(), { method: 'PATCH', url: `/v1/changelog/${translated.id}`, key, body: { locale: 'fr', title: 'Mode sombre', body: 'Suit le *système*.' } })
+  t.equal(patch.status, 200)
+
+  const feed = atom(t, (await load(t, `/portal/${id}/changelog.atom?locale=FR`)).raw)
+  t.strictSame(feed.entry.map((e: Any) => [text(e.title), e['@xml:lang']]), [['Mode sombre', 'fr'], ['Offline', 'en']])
+  t.equal(text(feed.entry[0].content), '<p>Suit le <em>système</em>.</p>')
+  t.match(alternate(feed.link), /\?locale=FR$/, 'links keep the locale')
+  const base = atom(t, (await load(t, `/portal/${id}/changelog.atom`)).raw)
+  t.not(base.id, feed.id, 'each locale is its own feed')
+  t.equal(base.entry[0].id, feed.entry[0].id, 'and the same entry keeps its id')
+
+  const json = await load(t, `/portal/${id}/changelog.json?locale=fr`)
+  t.strictSame(json.json.items.map((i: Any) => [i.title, i.language]), [['Mode sombre', 'fr'], ['Offline', 'en']])
+
+  const bad = await load(t, `/portal/${id}/changelog.json?locale=not_a_locale`)
+  t.equal(bad.status, 400)
+  const unknown = await load(t, `/portal/${id}/changelog.atom?limit=5`)
+  t.equal(unknown.status, 400, 'feeds take no page parameters')
+})
+
+t.test('revalidation: 304 on If-None-Match or If-Modified-Since, with the CORS header', async (t) => {
+  const { id, key } = await createProject()
+  await create(t, key, { title: 'One', status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
+  for (const format of ['atom', 'json']) {
+    const url = `/portal/${id}/changelog.${format}`
+    const first = await load(t, url, { origin: 'https://reader.example' })
+    t.equal(first.status, 200)
+    t.equal(first.headers['access-control-allow-origin'], '*', `${format}: readable from any origin`)
+    t.equal(first.headers['cache-control'], 'public, max-age=60')
+    const etag = String(first.headers.etag)
+    const lastModified = String(first.headers['last-modified'])
+    t.match(etag, /^"[\w-]+"$/, 'a strong ETag')
+
+    const fresh: Record<string, string>[] = [{ 'if-none-match': etag }, { 'if-none-match': `W/${etag}` }, { 'if-none-match': `"other", ${etag}` }, { 'if-none-match': '*' }, { 'if-modified-since': lastModified }, { 'if-modified-since': new Date().toUTCString() }]
+    for (const headers of fresh) {
+      const res = await load(t, url, headers)
+      t.equal(res.status, 304, `${format}: ${JSON.stringify(headers)} → 304`)
+      t.equal(res.raw, '', 'an empty body')
+      t.equal(res.headers.etag, etag)
+      t.equal(res.headers['access-control-allow-origin'], '*')
+    }
+    const stale: Record<string, string>[] = [{ 'if-none-match': '"other"' }, { 'if-none-match': '"other"', 'if-modified-since': lastModified }, { 'if-modified-since': 'Thu, 01 Jan 2015 00:00:00 GMT' }, { 'if-modified-since': 'yesterday-ish' }]
+    for (const headers of stale) {
+      const res = await load(t, url, headers)
+      t.equal(res.status, 200, `${format}: ${JSON.stringify(headers)} → 200 (If-None-Match wins; a bad date is ignored)`)
+    }
+  }
+  const head = await call(t, await testApp(), { method: 'HEAD', url: `/portal/${id}/changelog.atom` })
+  t.equal(head.status, 200)
+  t.equal(head.raw, '')
+})
+
+t.test('the API sends no CORS header; an unknown project is a 404 problem', async (t) => {
+  const { id, key } = await createProject()
+  const api = await call(t, await testApp(), { url: '/v1/changelog', key, headers: { origin: 'https://reader.example' } })
+  t.equal(api.status, 200)
+  t.notOk(api.headers['access-control-allow-origin'], '/v1 stays server-to-server')
+  for (const projectId of ['prj_000000000000000000000', 'prj_bad', 'ch_000000000000000000000']) {
+    for (const format of ['atom', 'json']) {
+      const res = await load(t, `/portal/${projectId}/changelog.${format}`)
+      t.equal(res.status, 404, `${projectId}.${format}`)
+      t.equal(res.json.code, 'not_found')
+    }
+  }
+  const empty = await load(t, `/portal/${id}/changelog.atom`)
+  const feed = atom(t, empty.raw)
+  t.notOk(feed.entry, 'a project without entries has an empty feed')
+  checkAtom(t, feed, 'Test project')
+  t.strictSame((await load(t, `/portal/${id}/changelog.json`)).json.items, [])
+})
