@@ -13,6 +13,7 @@
 //   BENCH_ONLY          a regular expression: only scenarios whose name matches (development)
 //   BENCH_SKIP_PGLITE   1 to skip the PGlite part
 import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,6 +22,7 @@ import type { Request } from 'autocannon'
 import { sql as dsql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { openDatabase } from '../src/db/client.js'
+import { encodeCursor } from '../src/domain/cursor.js'
 import { median, runHttp, runPgbench, type Measure } from './bench/load.js'
 import { freePort, startServer, type Server } from './bench/procs.js'
 import { benchSql, forPgbench, pgbenchEnrollTransaction, pgbenchInsertTester } from './bench/queries.js'
@@ -86,7 +88,7 @@ async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
-async function preparePostgres(): Promise<{ entryId: string; seeded: boolean; seedSeconds: number }> {
+async function preparePostgres(): Promise<{ entryId: string; deepCursor: string; seeded: boolean; seedSeconds: number }> {
   const began = Date.now()
   await ensureDatabase(databaseUrl)
   const database = await openDatabase({ databaseUrl })
@@ -106,7 +108,12 @@ async function preparePostgres(): Promise<{ entryId: string; seeded: boolean; se
     // An entry from the middle of the project's history.
     const [row] = await client`select id from changelog_entries where project_id = ${PROJECT_ID}
                                order by published_at desc, id desc offset ${PG_SCALE.benchRows / 2} limit 1`
-    return { entryId: row!.id as string, seeded, seedSeconds: (Date.now() - began) / 1000 }
+    // The cursor a client holds after reading up to the last page: the row just before it.
+    const lastPage = PG_SCALE.benchRows - 20
+    const [before] = await client`select published_at, id from changelog_entries where project_id = ${PROJECT_ID}
+                                  order by published_at desc, id desc offset ${lastPage - 1} limit 1`
+    const deepCursor = encodeCursor('changelog', { at: new Date(before!.published_at as string), id: before!.id as string, offset: lastPage })
+    return { entryId: row!.id as string, deepCursor, seeded, seedSeconds: (Date.now() - began) / 1000 }
   } finally {
     await client.end({ timeout: 5 })
     await second.end({ timeout: 5 })
@@ -153,7 +160,7 @@ async function startApi(name: string, dbEnv: Record<string, string>): Promise<Se
   const port = await freePort()
   const server = await startServer({
     name,
-    args: ['--import', 'tsx', 'src/server.ts'],
+    args: ['dist/src/server.js'],
     cwd: root,
     env: serverEnv({ ...dbEnv, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: RATE_LIMIT }),
     port,
@@ -167,7 +174,7 @@ async function startMinimal(sql: { getEntry: string; page: string }): Promise<Se
   const port = await freePort()
   const server = await startServer({
     name: 'minimal',
-    args: ['--import', 'tsx', 'scripts/bench/minimal-server.ts'],
+    args: ['dist/scripts/bench/minimal-server.js'],
     cwd: root,
     env: serverEnv({
       DATABASE_URL: databaseUrl,
@@ -285,9 +292,11 @@ function summarise(outcome: Outcome) {
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
+  // The servers run as `npm start` runs them: compiled to dist/.
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'inherit' })
   const cores = availableParallelism()
   log(`${cores} cores, ${connections} connections, ${seconds} s × ${repeat} runs (warm-up ${warmup} s)`)
-  const { entryId, seeded, seedSeconds } = await preparePostgres()
+  const { entryId, deepCursor, seeded, seedSeconds } = await preparePostgres()
   const pg = postgres(databaseUrl, { max: 1, onnotice: () => {} })
   const [{ server_version: pgVersion }] = (await pg`show server_version`) as unknown as [{ server_version: string }]
   await pg.end({ timeout: 5 })
@@ -301,10 +310,10 @@ async function main() {
     enrollTx: join(workDir, 'enroll-transaction.sql'),
   }
   writeFileSync(scripts.get, `${forPgbench(sql.getEntry, ['project_id', 'entry_id'])};\n`)
-  writeFileSync(scripts.page, `${forPgbench(sql.page, ['project_id', 'page_limit'])};\n`)
+  writeFileSync(scripts.page, `${forPgbench(sql.page, ['project_id', 'page_limit', 'page_offset'])};\n`)
   writeFileSync(scripts.insert, pgbenchInsertTester)
   writeFileSync(scripts.enrollTx, pgbenchEnrollTransaction)
-  const pgbenchVariables = { project_id: PROJECT_ID, entry_id: entryId, page_limit: '21', program_id: PROGRAM_ID }
+  const pgbenchVariables = { project_id: PROJECT_ID, entry_id: entryId, page_limit: '21', page_offset: '0', program_id: PROGRAM_ID }
 
   const lastPage = PG_SCALE.benchRows - 20
   const scenarios: Scenario[] = [
@@ -321,6 +330,12 @@ async function main() {
       name: `list changelog, offset ${lastPage.toLocaleString('en-US').replace(/,/g, ' ')} (last page of 100 000)`,
       target: 'api',
       request: get(`/v1/changelog?limit=20&offset=${lastPage}`),
+    },
+    {
+      key: 'cursor100k',
+      name: `list changelog, cursor at ${lastPage.toLocaleString('en-US').replace(/,/g, ' ')} (the same last page, by keyset)`,
+      target: 'api',
+      request: get(`/v1/changelog?limit=20&cursor=${deepCursor}`),
     },
     { key: 'testers', name: 'list testers, offset 0', target: 'api', request: get(`/v1/beta/programs/${PROGRAM_ID}/testers?limit=20&offset=0`) },
     { key: 'enroll', name: 'POST enroll tester (new email)', target: 'api', request: enroll },
@@ -381,7 +396,13 @@ async function main() {
       { key: 'get', name: 'GET changelog entry', target: 'pglite', request: get(`/v1/changelog/${pgliteEntry}`) },
       { key: 'program', name: 'GET beta program', target: 'pglite', request: get(`/v1/beta/programs/${PROGRAM_ID}`) },
       { key: 'list0', name: 'list changelog, offset 0', target: 'pglite', request: get('/v1/changelog?limit=20&offset=0') },
-      { key: 'testers', name: 'list testers, offset 0', target: 'pglite', request: get(`/v1/beta/programs/${PROGRAM_ID}/testers?limit=20&offset=0`) },
+      {
+      key: 'cursor100k',
+      name: `list changelog, cursor at ${lastPage.toLocaleString('en-US').replace(/,/g, ' ')} (the same last page, by keyset)`,
+      target: 'api',
+      request: get(`/v1/changelog?limit=20&cursor=${deepCursor}`),
+    },
+    { key: 'testers', name: 'list testers, offset 0', target: 'pglite', request: get(`/v1/beta/programs/${PROGRAM_ID}/testers?limit=20&offset=0`) },
     ].filter((s) => !only || only.test(s.name) || only.test(s.key)) as Scenario[]
 
     const pglite = await startApi('api-pglite', { DATA_DIR: pgliteDir })
@@ -472,6 +493,7 @@ async function main() {
   check('GET by id p99 vs minimal p99', p(find('get', 'api'), find('get', 'minimal')), 2, '≤', x)
   check('list offset 0 p99 vs minimal p99', p(find('list0', 'api'), find('list0', 'minimal')), 2, '≤', x)
   check('list at the last page of 100 000 vs offset 0', r(find('list100k', 'api'), find('list0', 'api')), 0.5, '≥', x)
+  check('the same page by cursor vs offset 0', r(find('cursor100k', 'api'), find('list0', 'api')), 0.5, '≥', x)
   check('enrollment vs pgbench insert', r(find('enroll', 'api'), find('enroll', 'pgbench')), 0.7, '≥', x)
   check('API peak RSS on PostgreSQL', apiPeak ? mb(apiPeak) : undefined, 200, '≤', (v) => `${Math.round(v)} MB`)
   if (!skipPglite) {

@@ -18,11 +18,12 @@ import { registerIdempotency } from './http/idempotency.js'
 import { registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
+import { specPath } from './paths.js'
 import { validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-const specYaml = readFileSync(new URL('../openapi.yaml', import.meta.url), 'utf8')
+const specYaml = readFileSync(specPath, 'utf8')
 
 /** What a 5xx log line may hold of an error: never a query, its parameters or a secret in them. */
 function loggableError(error: unknown): Record<string, unknown> {

@@ -2,7 +2,7 @@
 // GET /v1/changelog with one prepared statement each, the API's own SQL (passed in by
 // scripts/bench.ts), the same JSON shape, and nothing else: no auth, validation, hooks or logs.
 //
-//   DATABASE_URL=... PORT=... BENCH_PROJECT_ID=... BENCH_GET_SQL=... BENCH_PAGE_SQL=... node --import tsx scripts/bench/minimal-server.ts
+//   DATABASE_URL=... PORT=... BENCH_PROJECT_ID=... BENCH_GET_SQL=... BENCH_PAGE_SQL=... node dist/scripts/bench/minimal-server.js (npm run build)
 import Fastify from 'fastify'
 import postgres from 'postgres'
 
@@ -40,7 +40,7 @@ app.get<{ Params: { id: string } }>('/v1/changelog/:id', async (request, reply) 
 
 app.get<{ Querystring: { limit?: string } }>('/v1/changelog', async (request) => {
   const limit = Number(request.query.limit ?? 20)
-  const rows = (await sql.unsafe(pageSql, [projectId, limit + 1], { prepare: true }).values()) as unknown as Row[]
+  const rows = (await sql.unsafe(pageSql, [projectId, limit + 1, 0], { prepare: true }).values()) as unknown as Row[]
   return { data: rows.slice(0, limit).map(record), pagination: { limit, offset: 0, has_more: rows.length > limit } }
 })
 

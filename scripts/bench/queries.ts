@@ -9,7 +9,7 @@ import * as schema from '../../src/db/schema.js'
 export interface BenchSql {
   /** $1 project id, $2 entry id: the API's GET /v1/changelog/{id} without a locale. */
   getEntry: string
-  /** $1 project id, $2 limit + 1: the API's GET /v1/changelog page at offset 0. */
+  /** $1 project id, $2 limit + 1, $3 offset: the API's GET /v1/changelog page. */
   page: string
 }
 
@@ -17,12 +17,12 @@ export function benchSql(): BenchSql {
   // postgres.js connects lazily: this client only renders SQL and never opens a connection.
   const client = postgres('postgres://render-only@127.0.0.1:1/none', { max: 1 })
   const db = drizzle(client, { schema }) as unknown as Database
-  const { sql: page } = changelogRepo(db).listQuery('prj_x', { limit: 20, offset: 0 }).toSQL()
-  // get() is the same select and join, scoped by project and id (changelog.ts: viewQuery + scoped).
-  const where = page.indexOf(' where ')
-  if (where < 0 || !/ limit \$2$/.test(page)) throw new Error(`unexpected shape of the list query: ${page}`)
-  const getEntry = `${page.slice(0, where)} where ("changelog_entries"."project_id" = $1 and "changelog_entries"."id" = $2)`
-  return { getEntry, page }
+  const repo = changelogRepo(db)
+  const page = repo.listQuery('prj_x', { limit: 20, offset: 1 }).toSQL()
+  const getEntry = repo.getQuery('prj_x', 'ch_x').toSQL()
+  if (page.params.join() !== 'prj_x,21,1') throw new Error(`unexpected parameters of the list query: ${page.params.join()}`)
+  if (getEntry.params.join() !== 'prj_x,ch_x') throw new Error(`unexpected parameters of the entry query: ${getEntry.params.join()}`)
+  return { getEntry: getEntry.sql, page: page.sql }
 }
 
 /** pgbench's spelling: $n becomes :name (pgbench -M prepared binds them as parameters again). */

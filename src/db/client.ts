@@ -1,7 +1,6 @@
 // One Database type over two drivers: postgres.js when DATABASE_URL is set, the embedded
 // PGlite otherwise. Both speak the same SQL, so the repositories do not know which it is.
 import { mkdir } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -11,6 +10,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { preparedByDefault } from './prepared.js'
+import { migrationsFolder } from '../paths.js'
 import * as schema from './schema.js'
 
 export type Schema = typeof schema
@@ -24,7 +24,6 @@ export interface DbHandle {
   close(): Promise<void>
 }
 
-const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url))
 /** Serialises migrations of several instances starting at once against one database. */
 const MIGRATION_LOCK = 0x46425f4d // "FB_M"
 

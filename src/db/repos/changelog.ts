@@ -123,6 +123,10 @@ export function changelogRepo(db: Database) {
       .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
   }
 
+  /** One entry of the project, in the translation `localeKey` names when it has one. */
+  const getQuery = (projectId: Input<string>, id: Input<string>, key: Input<string> | undefined) =>
+    db.select(view).from(e).leftJoin(t, translationOf(key)).where(scoped(projectId, id))
+
   const listInput = (projectId: string, options: ListOptions): ListInput => ({
     projectId,
     localeKey: options.locale === undefined ? undefined : localeKey(options.locale),
@@ -144,17 +148,14 @@ export function changelogRepo(db: Database) {
     }).prepare(`changelog_list_${shape}`),
   )
   const preparedGet = preparedOnce((shape: 'base' | 'locale') =>
-    db
-      .select(view)
-      .from(e)
-      .leftJoin(t, translationOf(shape === 'locale' ? p('localeKey') : undefined))
-      .where(scoped(p('projectId'), p('id')))
-      .prepare(`changelog_get_${shape}`),
+    getQuery(p('projectId'), p('id'), shape === 'locale' ? p('localeKey') : undefined).prepare(`changelog_get_${shape}`),
   )
 
   return {
-    /** The list query with values, for EXPLAIN. */
+    /** The list query with values, for EXPLAIN (and the benchmark's SQL). */
     listQuery: (projectId: string, options: ListOptions) => listQuery(listInput(projectId, options)),
+    /** The read of one entry with values, for the benchmark's SQL. */
+    getQuery: (projectId: string, id: string) => getQuery(projectId, id, undefined),
 
     async list(projectId: string, options: ListOptions): Promise<{ entries: EntryView[]; hasMore: boolean }> {
       const input = listInput(projectId, options)
