@@ -1,7 +1,7 @@
-// The real entry point: `npm start` on an empty embedded database creates a demo project and
+// The real entry point, as `npm start` runs it (compiled to dist/): on an empty embedded database creates a demo project and
 // prints its key once; SIGTERM drains and exits 0; a restart keeps the data and the key.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,10 +10,21 @@ import { specProblems } from '../helpers/spec-check.js'
 
 const root = new URL('../..', import.meta.url).pathname
 
+// Exactly what `npm start` runs: build dist/, then start the compiled server.
+const START = 'node scripts/build.mjs && node dist/src/server.js'
+t.before(() => {
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'pipe' })
+})
+
+t.test('npm start builds dist/ and runs the compiled server, as this test does', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+  t.equal(pkg.scripts.start, START)
+})
+
 function start(dataDir: string, port: number): Promise<{ child: ChildProcess; stdout: () => string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' }
   delete env.DATABASE_URL
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['dist/src/server.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout!.on('data', (chunk) => (out += chunk))
   child.stderr!.on('data', (chunk) => (out += chunk))
