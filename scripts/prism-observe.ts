@@ -21,8 +21,10 @@ import { documentedStatuses } from './prism/spec.js'
 const DEADLINE_MS = 180_000
 const ADMIN_TOKEN = 'prism-observe-admin-token-0123456789'
 /**
- * Requests a minute per route and key: low enough to spend a budget quickly, high enough for
- * the scenario's own calls with one key on one route (about 10).
+ * Requests a minute per route and key (@fastify/rate-limit gives every route a store of its
+ * own): low enough to spend a budget quickly, high enough for the scenario's own calls with one
+ * key on one route (about 10). Should budgets become per key across routes, this must exceed
+ * the scenario's calls with one key (about 150).
  */
 const RATE_LIMIT = 40
 
@@ -71,7 +73,7 @@ async function listen(config: Config, database: DbHandle, reserved: { port: numb
  * an operation or a documented status the scenario did not reach. Request-side violations of
  * refused requests are the scenario's deliberate bad input: counted, not failed.
  */
-function report(exchanges: Exchange[]): string[] {
+function report(exchanges: Exchange[], completed: boolean): string[] {
   const failures: string[] = []
   let expected = 0
   for (const exchange of exchanges) {
@@ -88,6 +90,11 @@ function report(exchanges: Exchange[]): string[] {
     }
   }
 
+  // A scenario stopped half-way leaves most statuses unexercised; listing them would bury its error.
+  if (!completed) {
+    console.log(`${exchanges.length} requests through Prism before the scenario stopped; coverage not checked.`)
+    return failures
+  }
   const seen = new Map<string, Set<string>>()
   for (const exchange of exchanges) {
     if (!seen.has(exchange.operationId)) seen.set(exchange.operationId, new Set())
@@ -146,7 +153,7 @@ async function main(): Promise<number> {
   } catch (error) {
     failures.push(error instanceof UnexpectedStatus ? `scenario: ${error.message}` : `scenario failed: ${(error as Error).stack}`)
   }
-  failures.unshift(...report(exchanges))
+  failures.unshift(...report(exchanges, failures.length === 0))
   if (failures.length) {
     console.error(`\nFAIL: ${failures.length} problem(s):`)
     for (const failure of failures) console.error(`  - ${failure}`)

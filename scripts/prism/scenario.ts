@@ -171,6 +171,7 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   const sparePath = `/v1/beta/programs/${spare.id}`
   const firstPage = await api.send({ path: '/v1/beta/programs?limit=1', token: key, expect: 200 })
   if (firstPage.json.pagination.has_more !== true) throw new Error('a first page of 1 of 2 programs says has_more false')
+  await api.send({ path: `/v1/beta/programs?limit=1&cursor=${encodeURIComponent(firstPage.json.pagination.next_cursor)}`, token: key, expect: 200 })
   await api.send({ method: 'DELETE', path: sparePath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
   await api.send({ method: 'DELETE', path: sparePath, token: noBetaKey, expect: 403 })
   await api.send({ method: 'DELETE', path: sparePath, token: key, expect: 204 })
@@ -197,6 +198,9 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   const list = await api.send({ path: '/v1/changelog?locale=pt-BR&limit=5', token: key, expect: 200 })
   await api.send({ path: '/v1/changelog?locale=pt-BR&limit=5', token: key, headers: { 'if-none-match': list.headers.get('etag')! }, expect: 304 })
   await api.send({ path: '/v1/changelog', token: freeKey, expect: 200 })
+  await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Offline mode', status: 'published' }, expect: 201 })
+  const newest = await api.send({ path: '/v1/changelog?limit=1', token: key, expect: 200 })
+  await api.send({ path: `/v1/changelog?limit=1&cursor=${encodeURIComponent(newest.json.pagination.next_cursor)}`, token: key, expect: 200 })
   const gotEntry = await api.send({ path: `${entryPath}?locale=pt-BR`, token: key, expect: 200 })
   await api.send({ path: `${entryPath}?locale=pt-BR`, token: key, headers: { 'if-none-match': gotEntry.headers.get('etag')! }, expect: 304 })
   const base = await api.send({ path: entryPath, token: key, expect: 200 })
@@ -234,12 +238,9 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     '/portal/{project_id}/changelog.atom': `/portal/${pro.id}/changelog.atom`,
     '/portal/{project_id}/changelog.json': `/portal/${pro.id}/changelog.json`,
   }
-  const pathOf = (route: RouteSpec) => {
-    if (!route.path.includes('{')) return route.path
-    const path = samples[route.path]
-    if (!path) throw new Error(`no sample path for ${route.path} (${route.operationId}): add one to the sweeps in scripts/prism/scenario.ts`)
-    return path
-  }
+  const unsampled = [...new Set(routes.filter((r) => r.path.includes('{') && !samples[r.path]).map((r) => r.path))]
+  if (unsampled.length) throw new Error(`no sample path for ${unsampled.join(', ')}: add them to the sweeps in scripts/prism/scenario.ts`)
+  const pathOf = (route: RouteSpec) => samples[route.path] ?? route.path
   const tokenFor = (route: RouteSpec, apiKey: string) => (route.security === 'ApiKey' ? apiKey : route.security === 'AdminToken' ? admin : undefined)
   const bodyOf = (route: RouteSpec) => (route.schema.body ? { json: validBodies[route.operationId] ?? {} } : {})
 
