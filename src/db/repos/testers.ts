@@ -1,4 +1,4 @@
-import { and, eq, exists, inArray, sql } from 'drizzle-orm'
+import { and, eq, exists, inArray, ne, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { apiStatusesAllowedInto, canApiTransition, type ApiTesterStatus } from '../../domain/tester-status.js'
 import { newTesterToken } from '../../domain/secrets.js'
@@ -25,6 +25,9 @@ interface ListOptions {
   /** Keyset pagination: start after this tester (its invited_at and id) instead of skipping `offset` rows. */
   after?: { at: Date; id: string }
 }
+
+// Each retry means the tester was deleted between our insert and our read: one more is plenty.
+const ENROLL_ATTEMPTS = 3
 
 export function testersRepo(db: Database) {
   const programOfProject = (projectId: string, programId: string) =>
@@ -61,32 +64,50 @@ export function testersRepo(db: Database) {
 
     /**
      * Enrolls `email` (already trimmed and lowercased) on the program, idempotently: the
-     * unique index on (program, email) decides, never a read before the write. The program
-     * row is share-locked for the transaction, so it can neither close nor vanish between
-     * the status check and the insert.
+     * unique index on (program, email) decides, never a read before the write. A new tester
+     * takes one statement: the insert selects the program row FOR SHARE, scoped to the project
+     * and not closed, so a program closing or vanishing at that moment either waits for the
+     * insert or keeps it from happening. Only when nothing was inserted does a second read tell
+     * an existing tester from a closed or missing program.
      */
-    enroll(projectId: string, programId: string, email: string): Promise<Enrollment> {
-      return db.transaction(async (trx) => {
-        const tx = trx as unknown as Database
-        const [program] = await tx
-          .select({ status: beta_programs.status })
-          .from(beta_programs)
-          .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId)))
-          .for('share')
-        if (!program) return { outcome: 'program_not_found' }
-        if (program.status === 'closed') return { outcome: 'program_closed' }
-        const [created] = await tx
+    async enroll(projectId: string, programId: string, email: string): Promise<Enrollment> {
+      const program = and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId))
+      // A tester deleted between the conflict and the read makes the insert worth another try.
+      for (let attempt = 0; attempt < ENROLL_ATTEMPTS; attempt++) {
+        const [created] = await db
           .insert(beta_testers)
-          .values({ id: newId('bt'), beta_program_id: programId, email, token: newTesterToken(), source: 'invite', status: 'invited' })
+          .select(
+            db
+              .select({
+                // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
+                id: sql<string>`${newId('bt')}::text`,
+                beta_program_id: beta_programs.id,
+                email: sql<string>`${email}::text`,
+                token: sql<string>`${newTesterToken()}::text`,
+                source: sql<'invite'>`'invite'`,
+                status: sql<'invited'>`'invited'`,
+                end_user_id: sql<null>`null::text`,
+                invited_at: sql<Date>`now()`,
+                joined_at: sql<null>`null::timestamptz`,
+              })
+              .from(beta_programs)
+              .where(and(program, ne(beta_programs.status, 'closed')))
+              .for('share') as never,
+          )
           .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
           .returning()
         if (created) return { outcome: 'created', row: created }
-        const [existing] = await tx
-          .select()
-          .from(beta_testers)
-          .where(and(eq(beta_testers.beta_program_id, programId), eq(beta_testers.email, email)))
-        return { outcome: 'existing', row: existing! }
-      })
+
+        const [found] = await db
+          .select({ status: beta_programs.status, tester: beta_testers })
+          .from(beta_programs)
+          .leftJoin(beta_testers, and(eq(beta_testers.beta_program_id, beta_programs.id), eq(beta_testers.email, email)))
+          .where(program)
+        if (!found) return { outcome: 'program_not_found' }
+        if (found.status === 'closed') return { outcome: 'program_closed' }
+        if (found.tester) return { outcome: 'existing', row: found.tester }
+      }
+      throw new Error(`Enrollment did not settle after ${ENROLL_ATTEMPTS} attempts`)
     },
 
     /**
