@@ -141,6 +141,57 @@ export interface paths {
         patch: operations["updateBetaTester"];
         trace?: never;
     };
+    "/v1/beta/programs/{program_id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
+                program_id: components["parameters"]["TesterProgramId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a program's feedback
+         * @description Feedback that the program's joined testers wrote on the portal, newest first
+         *     (`created_at desc, id desc`), optionally only one tester's (`tester_id`). A `tester_id`
+         *     that is well formed but not a tester of this program gives an empty page. Deleting a
+         *     tester or the program deletes its feedback.
+         */
+        get: operations["listBetaFeedback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/beta/programs/{program_id}/feedback/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
+                program_id: components["parameters"]["TesterProgramId"];
+                /** @description A feedback id (`fb_...`) of that program. Any other value is `404`. */
+                id: components["parameters"]["FeedbackId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one piece of feedback
+         * @description One piece of feedback of the program. A program that does not own it is `404`.
+         */
+        get: operations["getBetaFeedback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/changelog": {
         parameters: {
             query?: never;
@@ -720,6 +771,27 @@ export interface components {
             data: components["schemas"]["BetaTester"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /** @description Feedback a joined tester wrote on the portal before the program's `feedback_deadline`. */
+        BetaFeedback: {
+            id: string;
+            beta_program_id: string;
+            beta_tester_id: string;
+            /** @description The tester's text, as written (line breaks kept; at most 10 000 characters). */
+            body: string;
+            /**
+             * Format: int32
+             * @description 1 (poor) to 5 (great); `null` when the tester gave none.
+             */
+            rating: number | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        BetaFeedbackEnvelope: {
+            data: components["schemas"]["BetaFeedback"];
+        };
+        BetaFeedbackList: {
+            data: components["schemas"]["BetaFeedback"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /**
          * @description `status` is not returned: `published_at` `null` is a draft, in the future scheduled,
          *     in the past published.
@@ -1192,6 +1264,10 @@ export interface components {
         ProgramStatusFilter: components["schemas"]["BetaProgramStatus"];
         /** @description Only testers in this status. */
         TesterStatusFilter: components["schemas"]["BetaTesterStatus"];
+        /** @description Only this tester's feedback (`bt_...`); a malformed id is `400`. */
+        FeedbackTesterFilter: string;
+        /** @description A feedback id (`fb_...`) of that program. Any other value is `404`. */
+        FeedbackId: string;
         /** @description Return content in this locale where a translation exists (matched ignoring case). */
         LocaleQuery: components["schemas"]["Locale"];
         /** @description A beta program id (`bp_...`). Any other value is `404`. */
@@ -1752,6 +1828,110 @@ export interface operations {
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listBetaFeedback: {
+        parameters: {
+            query?: {
+                /** @description Only this tester's feedback (`bt_...`); a malformed id is `400`. */
+                tester_id?: components["parameters"]["FeedbackTesterFilter"];
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit25"];
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
+                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
+                program_id: components["parameters"]["TesterProgramId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of feedback. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BetaFeedbackList"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenBeta"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBetaFeedback: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
+                program_id: components["parameters"]["TesterProgramId"];
+                /** @description A feedback id (`fb_...`) of that program. Any other value is `404`. */
+                id: components["parameters"]["FeedbackId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feedback. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BetaFeedbackEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenBeta"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

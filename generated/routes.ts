@@ -203,6 +203,7 @@ export const routes: RouteSpec[] = [
                   "type": "integer",
                   "format": "int32",
                   "minimum": 0,
+                  "maximum": 2147483647,
                   "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
                 },
                 "has_more": {
@@ -1007,6 +1008,7 @@ export const routes: RouteSpec[] = [
                   "type": "integer",
                   "format": "int32",
                   "minimum": 0,
+                  "maximum": 2147483647,
                   "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
                 },
                 "has_more": {
@@ -1554,6 +1556,259 @@ export const routes: RouteSpec[] = [
     }
   },
   {
+    "operationId": "listBetaFeedback",
+    "method": "GET",
+    "path": "/v1/beta/programs/{program_id}/feedback",
+    "url": "/v1/beta/programs/:program_id/feedback",
+    "tag": "beta",
+    "security": "ApiKey",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "program_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "program_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "tester_id": {
+            "type": "string",
+            "maxLength": 24,
+            "pattern": "^bt_[0-9A-Za-z]{21}$"
+          },
+          "limit": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 25
+          },
+          "offset": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 0,
+            "maximum": 1000000
+          },
+          "cursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 512,
+            "pattern": "^[A-Za-z0-9_-]+$"
+          }
+        }
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "data",
+            "pagination"
+          ],
+          "properties": {
+            "data": {
+              "type": "array",
+              "maxItems": 100,
+              "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": [
+                  "id",
+                  "beta_program_id",
+                  "beta_tester_id",
+                  "body",
+                  "rating",
+                  "created_at"
+                ],
+                "description": "Feedback a joined tester wrote on the portal before the program's `feedback_deadline`.",
+                "properties": {
+                  "id": {
+                    "type": "string",
+                    "maxLength": 24,
+                    "pattern": "^fb_[0-9A-Za-z]{21}$"
+                  },
+                  "beta_program_id": {
+                    "type": "string",
+                    "maxLength": 24,
+                    "pattern": "^bp_[0-9A-Za-z]{21}$"
+                  },
+                  "beta_tester_id": {
+                    "type": "string",
+                    "maxLength": 24,
+                    "pattern": "^bt_[0-9A-Za-z]{21}$"
+                  },
+                  "body": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 10000,
+                    "description": "The tester's text, as written (line breaks kept; at most 10 000 characters)."
+                  },
+                  "rating": {
+                    "type": [
+                      "integer",
+                      "null"
+                    ],
+                    "format": "int32",
+                    "minimum": 1,
+                    "maximum": 5,
+                    "description": "1 (poor) to 5 (great); `null` when the tester gave none."
+                  },
+                  "created_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "maxLength": 24,
+                    "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                    "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                  }
+                }
+              }
+            },
+            "pagination": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "limit",
+                "offset",
+                "has_more",
+                "next_cursor"
+              ],
+              "properties": {
+                "limit": {
+                  "type": "integer",
+                  "format": "int32",
+                  "minimum": 1,
+                  "maximum": 100
+                },
+                "offset": {
+                  "type": "integer",
+                  "format": "int32",
+                  "minimum": 0,
+                  "maximum": 2147483647,
+                  "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
+                },
+                "has_more": {
+                  "type": "boolean",
+                  "description": "Whether a further page exists."
+                },
+                "next_cursor": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "maxLength": 512,
+                  "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  },
+  {
+    "operationId": "getBetaFeedback",
+    "method": "GET",
+    "path": "/v1/beta/programs/{program_id}/feedback/{id}",
+    "url": "/v1/beta/programs/:program_id/feedback/:id",
+    "tag": "beta",
+    "security": "ApiKey",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "program_id": {
+            "type": "string"
+          },
+          "id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "program_id",
+          "id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "data"
+          ],
+          "properties": {
+            "data": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "id",
+                "beta_program_id",
+                "beta_tester_id",
+                "body",
+                "rating",
+                "created_at"
+              ],
+              "description": "Feedback a joined tester wrote on the portal before the program's `feedback_deadline`.",
+              "properties": {
+                "id": {
+                  "type": "string",
+                  "maxLength": 24,
+                  "pattern": "^fb_[0-9A-Za-z]{21}$"
+                },
+                "beta_program_id": {
+                  "type": "string",
+                  "maxLength": 24,
+                  "pattern": "^bp_[0-9A-Za-z]{21}$"
+                },
+                "beta_tester_id": {
+                  "type": "string",
+                  "maxLength": 24,
+                  "pattern": "^bt_[0-9A-Za-z]{21}$"
+                },
+                "body": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 10000,
+                  "description": "The tester's text, as written (line breaks kept; at most 10 000 characters)."
+                },
+                "rating": {
+                  "type": [
+                    "integer",
+                    "null"
+                  ],
+                  "format": "int32",
+                  "minimum": 1,
+                  "maximum": 5,
+                  "description": "1 (poor) to 5 (great); `null` when the tester gave none."
+                },
+                "created_at": {
+                  "type": "string",
+                  "format": "date-time",
+                  "maxLength": 24,
+                  "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                  "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  },
+  {
     "operationId": "listChangelogEntries",
     "method": "GET",
     "path": "/v1/changelog",
@@ -1711,6 +1966,7 @@ export const routes: RouteSpec[] = [
                   "type": "integer",
                   "format": "int32",
                   "minimum": 0,
+                  "maximum": 2147483647,
                   "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
                 },
                 "has_more": {

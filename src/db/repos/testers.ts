@@ -59,6 +59,32 @@ export function testersRepo(db: Database) {
       .limit(options.limit)
       .offset(options.after ? 0 : options.offset)
 
+  // The insert of a new tester, built once (enrollment is the hot write): see enroll().
+  const p = sql.placeholder
+  const enrollInsert = db
+    .insert(beta_testers)
+    .select(
+      db
+        .select({
+          // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
+          id: sql<string>`${p('id')}::text`,
+          beta_program_id: beta_programs.id,
+          email: sql<string>`${p('email')}::text`,
+          token: sql<string>`${p('token')}::text`,
+          source: sql<'invite'>`'invite'`,
+          status: sql<'invited'>`'invited'`,
+          end_user_id: sql<null>`null::text`,
+          invited_at: sql<Date>`now()`,
+          joined_at: sql<null>`null::timestamptz`,
+        })
+        .from(beta_programs)
+        .where(and(eq(beta_programs.project_id, p('projectId')), eq(beta_programs.id, p('programId')), ne(beta_programs.status, 'closed')))
+        .for('share') as never,
+    )
+    .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
+    .returning()
+    .prepare('tester_enroll')
+
   return {
     listQuery,
 
@@ -71,38 +97,16 @@ export function testersRepo(db: Database) {
      * an existing tester from a closed or missing program.
      */
     async enroll(projectId: string, programId: string, email: string): Promise<Enrollment> {
-      const program = and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId))
       // A tester deleted between the conflict and the read makes the insert worth another try.
       for (let attempt = 0; attempt < ENROLL_ATTEMPTS; attempt++) {
-        const [created] = await db
-          .insert(beta_testers)
-          .select(
-            db
-              .select({
-                // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
-                id: sql<string>`${newId('bt')}::text`,
-                beta_program_id: beta_programs.id,
-                email: sql<string>`${email}::text`,
-                token: sql<string>`${newTesterToken()}::text`,
-                source: sql<'invite'>`'invite'`,
-                status: sql<'invited'>`'invited'`,
-                end_user_id: sql<null>`null::text`,
-                invited_at: sql<Date>`now()`,
-                joined_at: sql<null>`null::timestamptz`,
-              })
-              .from(beta_programs)
-              .where(and(program, ne(beta_programs.status, 'closed')))
-              .for('share') as never,
-          )
-          .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
-          .returning()
+        const [created] = await enrollInsert.execute({ projectId, programId, email, id: newId('bt'), token: newTesterToken() })
         if (created) return { outcome: 'created', row: created }
 
         const [found] = await db
           .select({ status: beta_programs.status, tester: beta_testers })
           .from(beta_programs)
           .leftJoin(beta_testers, and(eq(beta_testers.beta_program_id, beta_programs.id), eq(beta_testers.email, email)))
-          .where(program)
+          .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId)))
         if (!found) return { outcome: 'program_not_found' }
         if (found.status === 'closed') return { outcome: 'program_closed' }
         if (found.tester) return { outcome: 'existing', row: found.tester }
