@@ -84,10 +84,17 @@ export const beta_testers = pgTable(
   ],
 )
 
+/**
+ * Feedback a joined tester writes on the portal. `project_id` repeats the program's, so that
+ * every read is scoped to the project by a plain equality, like the other tables.
+ */
 export const beta_feedback = pgTable(
   'beta_feedback',
   {
     id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
     beta_program_id: text('beta_program_id')
       .notNull()
       .references(() => beta_programs.id, { onDelete: 'cascade' }),
@@ -99,9 +106,12 @@ export const beta_feedback = pgTable(
     created_at: timestamptz('created_at').notNull().defaultNow(),
   },
   (t) => [
+    // The list, newest first, and the list of one tester: each in its index's order.
     index('beta_feedback_program_idx').on(t.beta_program_id, t.created_at.desc(), t.id.desc()),
-    index('beta_feedback_tester_idx').on(t.beta_tester_id),
+    index('beta_feedback_tester_created_idx').on(t.beta_tester_id, t.created_at.desc(), t.id.desc()),
+    index('beta_feedback_project_id_idx').on(t.project_id),
     check('beta_feedback_rating_check', sql`${t.rating} between 1 and 5`),
+    check('beta_feedback_body_length_check', sql`char_length(${t.body}) between 1 and 10000`),
   ],
 )
 

@@ -3,6 +3,7 @@ import * as admin from './admin.js'
 import * as programs from './beta-programs.js'
 import * as testers from './beta-testers.js'
 import * as changelog from './changelog.js'
+import * as feedback from './feedback.js'
 import * as ops from './ops.js'
 import * as portalChangelog from './portal-changelog.js'
 
@@ -18,6 +19,8 @@ export const handlers = {
   getBetaTester: testers.getBetaTester,
   updateBetaTester: testers.updateBetaTester,
   deleteBetaTester: testers.deleteBetaTester,
+  listBetaFeedback: feedback.listBetaFeedback,
+  getBetaFeedback: feedback.getBetaFeedback,
   listChangelogEntries: changelog.listChangelogEntries,
   createChangelogEntry: changelog.createChangelogEntry,
   getChangelogEntry: changelog.getChangelogEntry,

@@ -3,7 +3,7 @@
 // off the Pro plan, in that order and before any validation of the request.
 import { eq } from 'drizzle-orm'
 import t from 'tap'
-import { beta_programs, beta_testers } from '../../src/db/schema.js'
+import { beta_feedback, beta_programs, beta_testers } from '../../src/db/schema.js'
 import { newId } from '../../src/domain/ids.js'
 import { newTesterToken } from '../../src/domain/secrets.js'
 import { call, createProject, testApp } from '../helpers/app.js'
@@ -12,7 +12,7 @@ import { testDatabase } from '../helpers/db.js'
 interface Route {
   operation: string
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE'
-  url: (programId: string, testerId: string) => string
+  url: (programId: string, testerId: string, feedbackId: string) => string
   body?: unknown
   /** A body the schema refuses, to show the guard answers before validation. */
   invalidBody?: unknown
@@ -28,6 +28,8 @@ const ROUTES: Route[] = [
   { operation: 'enrollBetaTester', method: 'POST', url: (p) => `/v1/beta/programs/${p}/testers`, body: { email: 'new@example.com' }, invalidBody: { email: 'x' } },
   { operation: 'getBetaTester', method: 'GET', url: (p, b) => `/v1/beta/programs/${p}/testers/${b}` },
   { operation: 'updateBetaTester', method: 'PATCH', url: (p, b) => `/v1/beta/programs/${p}/testers/${b}`, body: { status: 'revoked' }, invalidBody: { status: 'joined' } },
+  { operation: 'listBetaFeedback', method: 'GET', url: (p) => `/v1/beta/programs/${p}/feedback` },
+  { operation: 'getBetaFeedback', method: 'GET', url: (p, _b, f) => `/v1/beta/programs/${p}/feedback/${f}` },
   { operation: 'deleteBetaTester', method: 'DELETE', url: (p, b) => `/v1/beta/programs/${p}/testers/${b}` },
 ]
 
@@ -39,7 +41,9 @@ async function project(options: { plan?: 'free' | 'pro'; beta?: boolean }) {
   const testerId = newId('bt')
   await db.insert(beta_programs).values({ id: programId, project_id: created.id, name: 'Existing', slug: 'existing' })
   await db.insert(beta_testers).values({ id: testerId, beta_program_id: programId, email: 'old@example.com', token: newTesterToken() })
-  return { ...created, programId, testerId }
+  const feedbackId = newId('fb')
+  await db.insert(beta_feedback).values({ id: feedbackId, project_id: created.id, beta_program_id: programId, beta_tester_id: testerId, body: 'Works' })
+  return { ...created, programId, testerId, feedbackId }
 }
 
 t.test('every beta operation needs an API key: 401', async (t) => {
@@ -47,7 +51,7 @@ t.test('every beta operation needs an API key: 401', async (t) => {
   const p = await project({})
   for (const route of ROUTES) {
     for (const key of [undefined, `fbk_${'x'.repeat(40)}`, 'bad']) {
-      const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId), key, body: route.invalidBody ?? route.body })
+      const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId, p.feedbackId), key, body: route.invalidBody ?? route.body })
       t.equal(res.status, 401, `${route.operation} with ${key ?? 'no key'}`)
       t.equal(res.json.code, 'unauthorized')
     }
@@ -59,7 +63,7 @@ t.test('a project without the beta feature gets 403 beta_disabled on reads and w
   for (const plan of ['pro', 'free'] as const) {
     const p = await project({ plan, beta: false })
     for (const route of ROUTES) {
-      const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId), key: p.key, body: route.body })
+      const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId, p.feedbackId), key: p.key, body: route.body })
       t.equal(res.status, 403, `${route.operation} on ${plan}`)
       t.equal(res.json.code, 'beta_disabled', `${route.operation} on ${plan}: beta_disabled comes before plan_required`)
     }
@@ -70,7 +74,7 @@ t.test('the free plan may read but not write: 403 plan_required', async (t) => {
   const app = await testApp()
   const p = await project({ plan: 'free' })
   for (const route of ROUTES) {
-    const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId), key: p.key, body: route.body })
+    const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId, p.feedbackId), key: p.key, body: route.body })
     if (route.method === 'GET') {
       t.equal(res.status, 200, `${route.operation} reads on the free plan`)
     } else {
@@ -87,9 +91,9 @@ t.test('403 comes before 400 and before 404', async (t) => {
   const off = await project({ beta: false })
   const free = await project({ plan: 'free' })
   for (const route of ROUTES.filter((r) => r.invalidBody)) {
-    const disabled = await call(t, app, { method: route.method, url: route.url('nope', 'nope'), key: off.key, body: route.invalidBody })
+    const disabled = await call(t, app, { method: route.method, url: route.url('nope', 'nope', 'nope'), key: off.key, body: route.invalidBody })
     t.equal(disabled.json.code, 'beta_disabled', route.operation)
-    const plan = await call(t, app, { method: route.method, url: route.url('nope', 'nope'), key: free.key, body: route.invalidBody })
+    const plan = await call(t, app, { method: route.method, url: route.url('nope', 'nope', 'nope'), key: free.key, body: route.invalidBody })
     t.equal(plan.json.code, 'plan_required', route.operation)
   }
 })
@@ -106,13 +110,15 @@ t.test('a project with the beta feature on the Pro plan reaches every operation'
     enrollBetaTester: 201,
     getBetaTester: 200,
     updateBetaTester: 200,
+    listBetaFeedback: 200,
+    getBetaFeedback: 200,
     deleteBetaTester: 204,
     deleteBetaProgram: 204,
   }
   // Deletes last, the tester before its program.
   const order = [...ROUTES.filter((r) => r.method !== 'DELETE'), ROUTES.find((r) => r.operation === 'deleteBetaTester')!, ROUTES.find((r) => r.operation === 'deleteBetaProgram')!]
   for (const route of order) {
-    const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId), key: p.key, body: route.body })
+    const res = await call(t, app, { method: route.method, url: route.url(p.programId, p.testerId, p.feedbackId), key: p.key, body: route.body })
     t.equal(res.status, expected[route.operation], route.operation)
   }
 })

@@ -21,7 +21,7 @@ t.test('DELETE answers 204 with an empty body, and the program is gone', async (
 
 t.test('DELETE removes the testers and all their feedback, and nothing of other programs', async (t) => {
   const app = await testApp()
-  const { key } = await createProject()
+  const { id: projectId, key } = await createProject()
   const { db } = await testDatabase()
   const doomed = (await call(t, app, { method: 'POST', url: URL, key, body: { name: 'Doomed' } })).json.data
   const kept = (await call(t, app, { method: 'POST', url: URL, key, body: { name: 'Kept' } })).json.data
@@ -33,7 +33,7 @@ t.test('DELETE removes the testers and all their feedback, and nothing of other 
     }
   }
   const feedback = (programId: string) =>
-    testers[programId]!.map((testerId) => ({ id: newId('fb'), beta_program_id: programId, beta_tester_id: testerId, body: 'Nice', rating: 5 }))
+    testers[programId]!.map((testerId) => ({ id: newId('fb'), project_id: projectId, beta_program_id: programId, beta_tester_id: testerId, body: 'Nice', rating: 5 }))
   await db.insert(beta_feedback).values([...feedback(doomed.id), ...feedback(kept.id)])
 
   const res = await call(t, app, { method: 'DELETE', url: `${URL}/${doomed.id}`, key })

@@ -17,14 +17,14 @@ async function programWithTesters(t: Test, app: FastifyInstance, key: string, em
 
 t.test('DELETE …/testers/{id} answers 204 with an empty body and removes the tester and its feedback only', async (t) => {
   const app = await testApp()
-  const { key } = await createProject()
+  const { id: projectId, key } = await createProject()
   const { db } = await testDatabase()
   const { programId, testers } = await programWithTesters(t, app, key, ['gone@example.com', 'stays@example.com'])
   const [gone, stays] = testers
   await db.insert(beta_feedback).values([
-    { id: newId('fb'), beta_program_id: programId, beta_tester_id: gone.id, body: 'one' },
-    { id: newId('fb'), beta_program_id: programId, beta_tester_id: gone.id, body: 'two', rating: 3 },
-    { id: newId('fb'), beta_program_id: programId, beta_tester_id: stays.id, body: 'three' },
+    { id: newId('fb'), project_id: projectId, beta_program_id: programId, beta_tester_id: gone.id, body: 'one' },
+    { id: newId('fb'), project_id: projectId, beta_program_id: programId, beta_tester_id: gone.id, body: 'two', rating: 3 },
+    { id: newId('fb'), project_id: projectId, beta_program_id: programId, beta_tester_id: stays.id, body: 'three' },
   ])
   const url = `/v1/beta/programs/${programId}/testers/${gone.id}`
   const res = await call(t, app, { method: 'DELETE', url, key })

@@ -6,7 +6,9 @@
 // matrix cannot exercise fails the last test, so a new operation cannot slip past it.
 import t, { type Test } from 'tap'
 import { routes, type RouteSpec } from '../../generated/routes.js'
+import { makeRepos } from '../../src/db/repos/index.js'
 import { call, createProject, testApp, type CallResult, type TestProject } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
 
 type Json = Record<string, unknown>
 
@@ -19,11 +21,28 @@ const B_MARKER = `tenant-b-${Math.random().toString(36).slice(2, 10)}`
  * How to make a resource in a collection (the path before an id parameter) and what to send
  * when writing to one. A collection or a write missing here is reported as not covered.
  */
-const COLLECTIONS: Record<string, { create: (tag: string) => Json; translate?: (tag: string) => Json }> = {
+interface Recipe {
+  create?: (tag: string) => Json
+  /** For a collection with no create operation in the API: makes one and returns its id. */
+  seed?: (tenant: Tenant, ids: Record<string, string>, tag: string) => Promise<string>
+  translate?: (tag: string) => Json
+}
+
+const COLLECTIONS: Record<string, Recipe> = {
   '/v1/beta/programs': {
     create: (tag) => ({ name: `program ${tag}`, summary: `summary ${tag}`, version: '1.0.0', status: 'active', access_url: 'https://example.com/beta' }),
   },
   '/v1/beta/programs/{program_id}/testers': { create: (tag) => ({ email: `${tag}@example.com` }) },
+  // Testers write feedback on the portal; here it is written the way the portal writes it.
+  '/v1/beta/programs/{program_id}/feedback': {
+    seed: async (tenant, ids, tag) => {
+      const repos = makeRepos((await testDatabase()).db)
+      const tester = await repos.testers.enroll(tenant.project.id, ids.program_id!, `feedback-${tag}@example.com`)
+      if (tester.outcome !== 'created' && tester.outcome !== 'existing') throw new Error(`cannot enroll a tester: ${tester.outcome}`)
+      const row = await repos.feedback.create({ projectId: tenant.project.id, programId: ids.program_id!, testerId: tester.row.id, body: `feedback ${tag}`, rating: 3 })
+      return row.id
+    },
+  },
   '/v1/changelog': {
     create: (tag) => ({ title: `entry ${tag}`, body: `body ${tag}`, labels: ['isolation'], status: 'published' }),
     translate: (tag) => ({ locale: TRANSLATION, title: `titre ${tag}`, body: `corps ${tag}` }),
@@ -85,10 +104,15 @@ t.test('tenant isolation across every /v1 path with an id', async (t) => {
       if (!tenant.ids.has(collection)) {
         const recipe = COLLECTIONS[collection]
         const create = routes.find((r) => r.method === 'POST' && r.path === collection)
-        if (!recipe || !create) return false
-        const res = await call(tt, app, { method: 'POST', url: fill(collection, ids), key: tenant.project.key, body: recipe.create(tag) })
-        tt.equal(res.status, 201, `${tag} creates in ${collection}`)
-        const id = res.json?.data?.id as string
+        let id: string
+        if (recipe?.seed) {
+          id = await recipe.seed(tenant, ids, tag)
+        } else {
+          if (!recipe?.create || !create) return false
+          const res = await call(tt, app, { method: 'POST', url: fill(collection, ids), key: tenant.project.key, body: recipe.create(tag) })
+          tt.equal(res.status, 201, `${tag} creates in ${collection}`)
+          id = res.json?.data?.id as string
+        }
         tenant.ids.set(collection, id)
         if (recipe.translate) {
           const translated = await call(tt, app, { method: 'PATCH', url: `${fill(collection, ids)}/${id}`, key: tenant.project.key, body: recipe.translate(tag) })

@@ -5,7 +5,7 @@ import { makeRepos } from '../../src/db/repos/index.js'
 import { createProject } from '../helpers/app.js'
 import { explainPlan, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
 
-t.test('program and tester lists use their indexes without sorting', async (t) => {
+t.test('program, tester and feedback lists use their indexes without sorting', async (t) => {
   const { db } = await testDatabase()
   const repos = makeRepos(db)
   const { id: projectId } = await createProject()
@@ -28,6 +28,15 @@ t.test('program and tester lists use their indexes without sorting', async (t) =
       t.match(testers, /Index Scan using beta_testers_program_(status_)?invited_idx/, `testers (${what})`)
       t.notMatch(testers, /Sort/, `testers: no Sort (${what})`)
       if (after) t.match(testers, /Index Cond: .*ROW\(invited_at, id\) < ROW\(/, `testers: the cursor is an index condition (${what})`)
+    }
+  }
+  for (const testerId of [undefined, 'bt_AAAAAAAAAAAAAAAAAAAAA']) {
+    for (const after of [undefined, { at, id: 'fb_zzzzzzzzzzzzzzzzzzzzz' }]) {
+      const what = `tester ${testerId}, ${after ? 'cursor' : 'offset'}`
+      const feedback = await explainPlan(repos.feedback.listQuery(projectId, programId, { testerId, limit: 26, offset: 0, after }))
+      t.match(feedback, testerId ? /Index Scan using beta_feedback_tester_created_idx/ : /Index Scan using beta_feedback_program_idx/, `feedback (${what})`)
+      t.notMatch(feedback, /Sort/, `feedback: no Sort (${what})`)
+      if (after) t.match(feedback, /Index Cond: .*ROW\(created_at, id\) < ROW\(/, `feedback: the cursor is an index condition (${what})`)
     }
   }
 })

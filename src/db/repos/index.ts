@@ -1,5 +1,6 @@
 import type { Database } from '../client.js'
 import { changelogRepo } from './changelog.js'
+import { feedbackRepo } from './feedback.js'
 import { idempotencyRepo } from './idempotency.js'
 import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
@@ -11,6 +12,7 @@ export function makeRepos(db: Database) {
     projects: projectsRepo(db),
     programs: programsRepo(db),
     testers: testersRepo(db),
+    feedback: feedbackRepo(db),
     changelog: changelogRepo(db),
     idempotency: idempotencyRepo(db),
   }

@@ -1,0 +1,72 @@
+import { and, eq, sql } from 'drizzle-orm'
+import { newId } from '../../domain/ids.js'
+import type { Database } from '../client.js'
+import { beta_feedback, beta_programs } from '../schema.js'
+import { descNullsLast } from './order.js'
+
+export type FeedbackRow = typeof beta_feedback.$inferSelect
+
+interface ListOptions {
+  testerId?: string
+  limit: number
+  offset: number
+  /** Keyset pagination: start after this feedback (its created_at and id) instead of skipping `offset` rows. */
+  after?: { at: Date; id: string }
+}
+
+export function feedbackRepo(db: Database) {
+  const scoped = (projectId: string, programId: string) => and(eq(beta_feedback.project_id, projectId), eq(beta_feedback.beta_program_id, programId))
+
+  /**
+   * The page query, newest first, in the order of beta_feedback_program_idx, or of
+   * beta_feedback_tester_created_idx with a tester filter (an EXPLAIN test holds both).
+   */
+  const listQuery = (projectId: string, programId: string, options: ListOptions) =>
+    db
+      .select()
+      .from(beta_feedback)
+      .where(
+        and(
+          scoped(projectId, programId),
+          options.testerId ? eq(beta_feedback.beta_tester_id, options.testerId) : undefined,
+          options.after
+            ? sql`(${beta_feedback.created_at}, ${beta_feedback.id}) < (${options.after.at.toISOString()}::timestamptz, ${options.after.id})`
+            : undefined,
+        ),
+      )
+      .orderBy(descNullsLast(beta_feedback.created_at), descNullsLast(beta_feedback.id))
+      .limit(options.limit)
+      .offset(options.after ? 0 : options.offset)
+
+  return {
+    listQuery,
+
+    /** `limit` rows from `offset` (the caller asks for one more than a page); undefined when the program is not the project's. */
+    async list(projectId: string, programId: string, options: ListOptions): Promise<FeedbackRow[] | undefined> {
+      const rows = await listQuery(projectId, programId, options)
+      if (rows.length > 0) return rows
+      const [program] = await db
+        .select({ id: beta_programs.id })
+        .from(beta_programs)
+        .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId)))
+      return program ? rows : undefined
+    },
+
+    async get(projectId: string, programId: string, id: string): Promise<FeedbackRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(beta_feedback)
+        .where(and(scoped(projectId, programId), eq(beta_feedback.id, id)))
+      return row
+    },
+
+    /** Writes one piece of feedback; the caller has checked the tester may write it. */
+    async create(values: { projectId: string; programId: string; testerId: string; body: string; rating: number | null }): Promise<FeedbackRow> {
+      const [row] = await db
+        .insert(beta_feedback)
+        .values({ id: newId('fb'), project_id: values.projectId, beta_program_id: values.programId, beta_tester_id: values.testerId, body: values.body, rating: values.rating })
+        .returning()
+      return row!
+    },
+  }
+}

@@ -1,0 +1,44 @@
+import type { FeedbackRow } from '../db/repos/feedback.js'
+import { isId } from '../domain/ids.js'
+import { notFound } from '../http/errors.js'
+import type { Handler } from '../http/types.js'
+import { programId } from './beta-programs.js'
+import { page, pageRequest, type PageRequest } from './pagination.js'
+import { iso, type Schemas } from './records.js'
+
+export function feedbackRecord(row: FeedbackRow): Schemas['BetaFeedback'] {
+  return {
+    id: row.id,
+    beta_program_id: row.beta_program_id,
+    beta_tester_id: row.beta_tester_id,
+    body: row.body,
+    rating: row.rating ?? null,
+    created_at: iso(row.created_at),
+  }
+}
+
+const feedbackSortKey = (row: FeedbackRow) => ({ at: row.created_at, id: row.id })
+
+export const listBetaFeedback: Handler<'listBetaFeedback'> = async ({ params, query, principal }, { repos }) => {
+  const program = programId(params.program_id)
+  const scope = `feedback:${program}:${query.tester_id ?? '*'}`
+  let request: PageRequest
+  try {
+    request = pageRequest(query, 25, scope)
+  } catch (error) {
+    // A missing program is a 404 whatever the query holds, as for every other id.
+    if (!(await repos.programs.get(principal.projectId, program))) throw notFound('beta program')
+    throw error
+  }
+  const rows = await repos.feedback.list(principal.projectId, program, { testerId: query.tester_id, ...request, limit: request.limit + 1 })
+  if (!rows) throw notFound('beta program')
+  return { status: 200, body: page(rows, request, scope, feedbackSortKey, feedbackRecord) }
+}
+
+export const getBetaFeedback: Handler<'getBetaFeedback'> = async ({ params, principal }, { repos }) => {
+  const pid = programId(params.program_id)
+  if (!isId('fb', params.id)) throw notFound('feedback')
+  const row = await repos.feedback.get(principal.projectId, pid, params.id)
+  if (!row) throw notFound('feedback')
+  return { status: 200, body: { data: feedbackRecord(row) } }
+}
