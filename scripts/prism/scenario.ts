@@ -33,6 +33,7 @@ const MISSING = {
   entry: 'ch_000000000000000000000',
   project: 'prj_000000000000000000000',
   key: 'key_000000000000000000000',
+  feedback: 'fb_000000000000000000000',
 }
 
 /** Over BODY_LIMIT (1 MiB), as valid JSON, so that only its size is wrong. */
@@ -158,6 +159,21 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ path: joinerPath, token: key, expect: 200 })
   await api.send({ method: 'PATCH', path: joinerPath, token: key, json: { status: 'invited' }, expect: 409 })
 
+  // --- feedback: joined testers write it on the portal, so it is written as the portal would
+  const feedback = await repos.feedback.create({ projectId: pro.id, programId: program.id, testerId: joiner.id, body: 'The editor crashes when I rotate the phone.', rating: 2 })
+  await repos.feedback.create({ projectId: pro.id, programId: program.id, testerId: joiner.id, body: 'Fixed in build 5, thanks!', rating: null })
+  const feedbackPath = `${programPath}/feedback`
+  const feedbackPage = await api.send({ path: `${feedbackPath}?tester_id=${joiner.id}&limit=1`, token: key, expect: 200 })
+  await api.send({ path: `${feedbackPath}?tester_id=${joiner.id}&limit=1`, token: key, headers: { 'if-none-match': feedbackPage.headers.get('etag')! }, expect: 304 })
+  await api.send({ path: `${feedbackPath}?tester_id=${joiner.id}&limit=1&cursor=${encodeURIComponent(feedbackPage.json.pagination.next_cursor)}`, token: key, expect: 200 })
+  await api.send({ path: feedbackPath, token: noBetaKey, expect: 403 })
+  await api.send({ path: `/v1/beta/programs/${MISSING.program}/feedback`, token: key, expect: 404 })
+  const onePath = `${feedbackPath}/${feedback.id}`
+  const one = await api.send({ path: onePath, token: key, expect: 200 })
+  await api.send({ path: onePath, token: key, headers: { 'if-none-match': one.headers.get('etag')! }, expect: 304 })
+  await api.send({ path: onePath, token: noBetaKey, expect: 403 })
+  await api.send({ path: `${feedbackPath}/${MISSING.feedback}`, token: key, expect: 404 })
+
   // --- closing the program: enrollment refused; then deletes
   await api.send({ method: 'PATCH', path: programPath, token: key, json: { status: 'closed' }, expect: 200 })
   await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'late@example.com' }, expect: 409 })
@@ -230,6 +246,8 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     '/v1/beta/programs/{id}': programPath,
     '/v1/beta/programs/{program_id}/testers': testersPath,
     '/v1/beta/programs/{program_id}/testers/{id}': joinerPath,
+    '/v1/beta/programs/{program_id}/feedback': feedbackPath,
+    '/v1/beta/programs/{program_id}/feedback/{id}': onePath,
     '/v1/changelog/{id}': entryPath,
     '/admin/v1/projects/{id}': `/admin/v1/projects/${pro.id}`,
     '/admin/v1/projects/{id}/api-keys': `/admin/v1/projects/${pro.id}/api-keys`,
