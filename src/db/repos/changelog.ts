@@ -1,9 +1,10 @@
-import { and, eq, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
+import { and, eq, lte, sql, type SQL } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { localeKey } from '../../domain/locale.js'
 import type { PublishedAt } from '../../domain/publishing.js'
 import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
+import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
 import { changelog_entries, changelog_translations } from '../schema.js'
 
@@ -37,23 +38,14 @@ export interface CurrentEntry {
   now: Date
 }
 
-export interface ListOptions {
+export interface ListOptions extends PageOptions {
   /** Return each entry in this locale where it has a translation. */
   locale?: string
-  limit: number
-  offset: number
-  /** Keyset pagination: start after this entry (its published_at and id), instead of skipping `offset` rows. */
-  after?: { at: Date; id: string }
 }
 
-/** A query's inputs: values for EXPLAIN in tests, placeholders for the statement prepared once. */
-type Input<T> = T | Placeholder
-interface ListInput {
+interface ListInput extends PageInput {
   projectId: Input<string>
   localeKey?: Input<string>
-  limit: Input<number>
-  offset: Input<number>
-  after?: { at: Input<string>; id: Input<string> }
 }
 
 // Timestamps are written by the database clock, truncated (a timestamptz(3) column would round
@@ -108,7 +100,7 @@ export function changelogRepo(db: Database) {
         and(
           eq(e.project_id, input.projectId),
           lte(e.published_at, sql`now()`),
-          input.after ? sql`(${e.published_at}, ${e.id}) < (${input.after.at}::timestamptz, ${input.after.id})` : undefined,
+          rowsAfter(e.published_at, e.id, input.after),
         ),
       )
       .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
@@ -130,9 +122,7 @@ export function changelogRepo(db: Database) {
   const listInput = (projectId: string, options: ListOptions): ListInput => ({
     projectId,
     localeKey: options.locale === undefined ? undefined : localeKey(options.locale),
-    limit: options.limit + 1,
-    offset: options.after ? 0 : options.offset,
-    after: options.after && { at: options.after.at.toISOString(), id: options.after.id },
+    ...pageValues({ ...options, limit: options.limit + 1 }),
   })
 
   // Hot reads: built once per shape, run as prepared statements.
@@ -142,9 +132,7 @@ export function changelogRepo(db: Database) {
     listQuery({
       projectId: p('projectId'),
       localeKey: shape.startsWith('locale') ? p('localeKey') : undefined,
-      limit: p('limit'),
-      offset: p('offset'),
-      after: shape.endsWith('after') ? { at: p('afterAt'), id: p('afterId') } : undefined,
+      ...pagePlaceholders(shape.endsWith('after')),
     }).prepare(`changelog_list_${shape}`),
   )
   const preparedGet = preparedOnce((shape: 'base' | 'locale') =>
@@ -160,14 +148,7 @@ export function changelogRepo(db: Database) {
     async list(projectId: string, options: ListOptions): Promise<{ entries: EntryView[]; hasMore: boolean }> {
       const input = listInput(projectId, options)
       const shape: ListShape = `${input.localeKey === undefined ? 'base' : 'locale'}_${input.after ? 'after' : 'offset'}`
-      const rows = await preparedList(shape).execute({
-        projectId,
-        localeKey: input.localeKey,
-        limit: input.limit,
-        offset: input.offset,
-        afterAt: input.after?.at,
-        afterId: input.after?.id,
-      })
+      const rows = await preparedList(shape).execute({ projectId, localeKey: input.localeKey, ...pageParameters(input) })
       return { entries: rows.slice(0, options.limit), hasMore: rows.length > options.limit }
     },
 

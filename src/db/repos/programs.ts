@@ -1,9 +1,10 @@
-import { and, eq, inArray, like, or, sql, type Placeholder } from 'drizzle-orm'
+import { and, eq, inArray, like, or, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { canTransition, statusesAllowedInto, type ProgramStatus } from '../../domain/program-status.js'
 import { firstFreeSlug } from '../../domain/slug.js'
 import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
+import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
 import { beta_programs } from '../schema.js'
 
@@ -19,22 +20,13 @@ export type ProgramUpdate =
   | { outcome: 'not_found' }
   | { outcome: 'invalid_transition'; from: ProgramStatus }
 
-export interface ListOptions {
+export interface ListOptions extends PageOptions {
   status?: ProgramStatus
-  limit: number
-  offset: number
-  /** Keyset pagination: start after this program (its created_at and id) instead of skipping `offset` rows. */
-  after?: { at: Date; id: string }
 }
 
-/** A query's inputs: values for EXPLAIN in tests, placeholders for the statement prepared once. */
-type Input<T> = T | Placeholder
-interface ListInput {
+interface ListInput extends PageInput {
   projectId: Input<string>
   status?: Input<ProgramStatus>
-  limit: Input<number>
-  offset: Input<number>
-  after?: { at: Input<string>; id: Input<string> }
 }
 
 // Each lost race means another create of the same slug committed, so every round lets at
@@ -70,29 +62,21 @@ export function programsRepo(db: Database) {
         and(
           eq(beta_programs.project_id, input.projectId),
           input.status !== undefined ? eq(beta_programs.status, input.status) : undefined,
-          input.after ? sql`(${beta_programs.created_at}, ${beta_programs.id}) < (${input.after.at}::timestamptz, ${input.after.id})` : undefined,
+          rowsAfter(beta_programs.created_at, beta_programs.id, input.after),
         ),
       )
       .orderBy(descNullsLast(beta_programs.created_at), descNullsLast(beta_programs.id))
       .limit(input.limit)
       .offset(input.offset)
 
-  const listInput = (projectId: string, options: ListOptions): ListInput => ({
-    projectId,
-    status: options.status,
-    limit: options.limit,
-    offset: options.after ? 0 : options.offset,
-    after: options.after && { at: options.after.at.toISOString(), id: options.after.id },
-  })
+  const listInput = (projectId: string, options: ListOptions): ListInput => ({ projectId, status: options.status, ...pageValues(options) })
 
   type ListShape = `${'all' | 'status'}_${'offset' | 'after'}`
   const preparedList = preparedOnce((shape: ListShape) =>
     listQuery({
       projectId: p('projectId'),
       status: shape.startsWith('status') ? p('status') : undefined,
-      limit: p('limit'),
-      offset: p('offset'),
-      after: shape.endsWith('after') ? { at: p('afterAt'), id: p('afterId') } : undefined,
+      ...pagePlaceholders(shape.endsWith('after')),
     }).prepare(`program_list_${shape}`),
   )
 
@@ -128,7 +112,7 @@ export function programsRepo(db: Database) {
     list(projectId: string, options: ListOptions): Promise<ProgramRow[]> {
       const input = listInput(projectId, options)
       const shape: ListShape = `${input.status === undefined ? 'all' : 'status'}_${input.after ? 'after' : 'offset'}`
-      return preparedList(shape).execute({ ...input, afterAt: input.after?.at, afterId: input.after?.id })
+      return preparedList(shape).execute({ projectId, status: input.status, ...pageParameters(input) })
     },
 
     /**

@@ -4,6 +4,7 @@ import { apiStatusesAllowedInto, canApiTransition, type ApiTesterStatus } from '
 import { newTesterToken } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
+import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { beta_programs, beta_testers } from '../schema.js'
 
 export type TesterRow = typeof beta_testers.$inferSelect
@@ -18,12 +19,8 @@ export type TesterUpdate =
   | { outcome: 'not_found' }
   | { outcome: 'invalid_transition'; from: TesterStatus }
 
-interface ListOptions {
+interface ListOptions extends PageOptions {
   status?: TesterStatus
-  limit: number
-  offset: number
-  /** Keyset pagination: start after this tester (its invited_at and id) instead of skipping `offset` rows. */
-  after?: { at: Date; id: string }
 }
 
 // Each retry means the tester was deleted between our insert and our read: one more is plenty.
@@ -50,9 +47,7 @@ export function testersRepo(db: Database) {
         and(
           inProgram(projectId, programId),
           options.status ? eq(beta_testers.status, options.status) : undefined,
-          options.after
-            ? sql`(${beta_testers.invited_at}, ${beta_testers.id}) < (${options.after.at.toISOString()}::timestamptz, ${options.after.id})`
-            : undefined,
+          rowsAfter(beta_testers.invited_at, beta_testers.id, pageValues(options).after),
         ),
       )
       .orderBy(descNullsLast(beta_testers.invited_at), descNullsLast(beta_testers.id))
