@@ -28,6 +28,8 @@ export interface SendOptions {
   token?: string
   /** Sent as JSON. */
   json?: unknown
+  /** Sent as an HTML form would (application/x-www-form-urlencoded). */
+  form?: Record<string, string>
   /** Sent as it is, with `contentType`. */
   raw?: string
   contentType?: string
@@ -89,6 +91,9 @@ export class Observer {
       // client's own Content-Length, which must stay right.
       body = JSON.stringify(options.json)
       headers['content-type'] ??= 'application/json'
+    } else if (options.form !== undefined) {
+      body = new URLSearchParams(options.form).toString()
+      headers['content-type'] ??= 'application/x-www-form-urlencoded'
     } else if (options.raw !== undefined) {
       body = options.raw
       headers['content-type'] = options.contentType ?? 'text/plain'

@@ -12,7 +12,7 @@ import { makeRepos } from '../../src/db/repos/index.js'
 import { beta_testers } from '../../src/db/schema.js'
 import { newId } from '../../src/domain/ids.js'
 import type { Observer } from './observer.js'
-import { documents } from './spec.js'
+import { documents, requestMediaType } from './spec.js'
 
 export interface ScenarioContext {
   /** Through Prism to the server under test (ADMIN_TOKEN set). */
@@ -36,11 +36,11 @@ const MISSING = {
   feedback: 'fb_000000000000000000000',
 }
 
-/** Over BODY_LIMIT (1 MiB), as valid JSON, so that only its size is wrong. */
+/** Over BODY_LIMIT (1 MiB), well formed, so that only its size is wrong. */
 const HUGE = { name: 'x'.repeat(1024 * 1024 + 10) }
 
 /** A body each operation with a request body accepts, for the sweeps (`{}` when not listed). */
-const validBodies: Record<string, unknown> = {
+const validBodies: Record<string, Record<string, string>> = {
   createBetaProgram: { name: 'Sweep program' },
   updateBetaProgram: {},
   enrollBetaTester: { email: 'sweep@example.com' },
@@ -96,6 +96,7 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     access_url: 'https://testflight.apple.com/join/abc123',
     access_instructions: 'Install TestFlight, then open the link.',
     status: 'active',
+    allow_public_signup: true,
     feedback_deadline: '2099-12-31T23:59:59+01:00',
   }
   const created = await api.send({ method: 'POST', path: '/v1/beta/programs', token: key, json: programBody, headers: { 'idempotency-key': 'prism-program-1' }, expect: 201 })
@@ -258,9 +259,14 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   }
   const unsampled = [...new Set(routes.filter((r) => r.path.includes('{') && !samples[r.path]).map((r) => r.path))]
   if (unsampled.length) throw new Error(`no sample path for ${unsampled.join(', ')}: add them to the sweeps in scripts/prism/scenario.ts`)
-  const pathOf = (route: RouteSpec) => samples[route.path] ?? route.path
+  const pathOf = (route: RouteSpec) => samples[`${route.method} ${route.path}`] ?? samples[route.path] ?? route.path
   const tokenFor = (route: RouteSpec, apiKey: string) => (route.security === 'ApiKey' ? apiKey : route.security === 'AdminToken' ? admin : undefined)
-  const bodyOf = (route: RouteSpec) => (route.schema.body ? { json: validBodies[route.operationId] ?? {} } : {})
+  /** `body` in the media type the operation takes; nothing for an operation without a body. */
+  const encoded = (route: RouteSpec, body: Record<string, string>) => {
+    const type = requestMediaType(route.operationId)
+    return type === 'application/json' ? { json: body } : type ? { form: body } : {}
+  }
+  const bodyOf = (route: RouteSpec) => encoded(route, validBodies[route.operationId] ?? {})
 
   for (const route of routes) {
     const base = { method: route.method, path: pathOf(route), token: tokenFor(route, key) }
@@ -269,7 +275,7 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     // 401: no credentials.
     if (documented(route, 401)) await api.send({ ...base, ...bodyOf(route), token: undefined, expect: 401 })
     // 413 and 415 on operations that take a body.
-    if (documented(route, 413)) await api.send({ ...base, json: HUGE, expect: 413 })
+    if (documented(route, 413)) await api.send({ ...base, ...encoded(route, HUGE), expect: 413 })
     if (documented(route, 415)) await api.send({ ...base, raw: 'name=x', contentType: 'text/plain', expect: 415 })
   }
 
