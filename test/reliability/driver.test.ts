@@ -29,7 +29,7 @@ t.test('a query failing after some of its rows leaves the next query its own row
 t.test('a connection killed in the middle of a result: the next query on the reconnected connection gets its own answer', async (t) => {
   const sql = client()
   const killer = client()
-  const [{ pid }] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`
+  const pid = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid
   // Rows 1 and 2 come at once, row 3 sleeps: the backend is killed while the result is open.
   const killed = sql`select i, pg_sleep(case when i = 3 then 5 else 0 end) from generate_series(1, 5) i`.then(
     () => 'no error',
@@ -41,6 +41,6 @@ t.test('a connection killed in the middle of a result: the next query on the rec
   t.ok(['CONNECTION_CLOSED', '57P01'].includes((await killed) ?? ''), `the killed query fails as unavailable (${await killed})`)
   const next = await sql`select 1 as one`
   t.same([...next], [{ one: 1 }], 'the next query gets its own row, not the killed query\'s rows or error')
-  const [{ pid: again }] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`
+  const again = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid
   t.not(again, pid, 'on a new backend')
 })
