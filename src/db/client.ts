@@ -8,7 +8,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
-import postgres from 'postgres'
+import postgres, { type Sql } from 'postgres'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema.js'
@@ -51,7 +51,8 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       // The default reconnect delay grows to 20 s and is shared by the pool; retry quickly instead.
       backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
     })
-    const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
+    const gate = new ConnectGate(options.poolSize ?? 10, (options.connectTimeout ?? 5) * 1000)
+    const db = drizzlePostgres(preparedByDefault(gated(client, gate)), { schema }) as unknown as Database
     return {
       db,
       kind: 'postgres',
@@ -80,6 +81,124 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
     close: () => client.close(),
   }
+}
+
+/** Connection failures that mean "PostgreSQL cannot be reached", not "this connection broke". */
+const CANNOT_CONNECT = new Set(['CONNECT_TIMEOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P03'])
+const cannotConnect = (error: unknown): boolean => {
+  // Drizzle wraps driver errors in its own, with the driver's as `cause`.
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (CANNOT_CONNECT.has((e as { code?: string }).code ?? '')) return true
+  }
+  return false
+}
+/** How long new work fails at once after PostgreSQL could not be reached, before one request probes it. */
+const COOL_DOWN_MS = 1000
+
+/**
+ * Fails fast while PostgreSQL cannot be reached. postgres.js queues the queries beyond its pool
+ * and gives each queued one a connect attempt of its own once an earlier attempt fails, so behind
+ * a server that accepts TCP and never answers, the n-th queued request waits about n / pool
+ * connect timeouts. The gate keeps that queue itself, one slot per pooled connection, and:
+ * - when an attempt to connect fails (refused, timed out), fails every waiting request and, for
+ *   COOL_DOWN_MS, every new one at once;
+ * - then lets one request through as a probe (another after each connect timeout, so a probe
+ *   that hangs cannot keep it shut); any answer from PostgreSQL, even an error, closes it again;
+ * - never lets a request wait for a slot longer than the connect timeout.
+ * Refusals carry SQLSTATE 08001, which the error handler answers with 503 unavailable. This is
+ * only this process's view of the database; instances share nothing.
+ */
+export class ConnectGate {
+  private running = 0
+  private readonly waiting: { go: () => void; fail: (error: Error) => void }[] = []
+  /** Set while PostgreSQL could not be reached: until then, new work is refused at once. */
+  private retryAt: number | undefined
+
+  constructor(
+    private readonly slots: number,
+    private readonly connectTimeoutMs: number,
+  ) {}
+
+  async run<T>(work: () => PromiseLike<T>): Promise<T> {
+    if (this.retryAt !== undefined) {
+      if (Date.now() < this.retryAt) throw unreachable('PostgreSQL could not be reached a moment ago')
+      this.retryAt = Date.now() + this.connectTimeoutMs // this request is the probe
+    }
+    await this.acquire()
+    try {
+      const result = await work()
+      this.retryAt = undefined
+      return result
+    } catch (error) {
+      if (cannotConnect(error)) this.trip()
+      else this.retryAt = undefined // PostgreSQL answered, if only with an error
+      throw error
+    } finally {
+      this.release()
+    }
+  }
+
+  private acquire(): Promise<void> {
+    if (this.running < this.slots) {
+      this.running++
+      return Promise.resolve()
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        go: () => (clearTimeout(timer), resolve()),
+        fail: (error: Error) => (clearTimeout(timer), reject(error)),
+      }
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(waiter), 1)
+        reject(unreachable('no database connection became free within the connect timeout'))
+      }, this.connectTimeoutMs)
+      this.waiting.push(waiter)
+    })
+  }
+
+  /** Hands the slot straight to the next waiter, if any. */
+  private release() {
+    const next = this.waiting.shift()
+    if (next) next.go()
+    else this.running--
+  }
+
+  private trip() {
+    this.retryAt = Date.now() + COOL_DOWN_MS
+    for (const waiter of this.waiting.splice(0)) waiter.fail(unreachable('PostgreSQL could not be reached'))
+  }
+}
+
+const unreachable = (message: string) => Object.assign(new Error(message), { code: '08001' })
+
+/**
+ * The postgres.js client with the two calls Drizzle makes on the pool, `unsafe` (every query
+ * outside a transaction) and `begin` (a transaction, which holds one connection throughout),
+ * run through the gate. Queries inside a transaction use the transaction's own client. Drizzle
+ * chains `.values()` on what `unsafe` returns before awaiting it, so that stays lazy.
+ */
+function gated(client: Sql, gate: ConnectGate): Sql {
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      if (property === 'begin') return (...args: unknown[]) => gate.run(() => (target.begin as (...a: unknown[]) => PromiseLike<unknown>)(...args))
+      if (property !== 'unsafe') return Reflect.get(target, property, receiver)
+      return (...args: Parameters<Sql['unsafe']>) => {
+        let values = false
+        let started: Promise<unknown> | undefined
+        const query = {
+          values() {
+            values = true
+            return query
+          },
+          then<A, B>(resolve?: (value: unknown) => A | PromiseLike<A>, reject?: (reason: unknown) => B | PromiseLike<B>) {
+            started ??= gate.run(() => (values ? target.unsafe(...args).values() : target.unsafe(...args)))
+            return started.then(resolve, reject)
+          },
+        }
+        return query
+      }
+    },
+  })
 }
 
 /** A cheap round trip, for /readyz. */
