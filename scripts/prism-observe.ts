@@ -126,17 +126,18 @@ function report(exchanges: Exchange[], completed: boolean): string[] {
 
 async function main(): Promise<number> {
   const started = Date.now()
-  const [upstream, upstreamAdminOff] = [await reservePort(), await reservePort()]
+  const [upstream, upstreamPlain] = [await reservePort(), await reservePort()]
   // Prism takes seconds to start: it starts while the database and the app do.
-  const prismsUp = Promise.all([startPrism(`http://127.0.0.1:${upstream.port}`), startPrism(`http://127.0.0.1:${upstreamAdminOff.port}`)])
+  const prismsUp = Promise.all([startPrism(`http://127.0.0.1:${upstream.port}`), startPrism(`http://127.0.0.1:${upstreamPlain.port}`)])
   prismsUp.then((started) => prisms.push(...started), () => {})
   // In memory: a fresh database each run, nothing left behind.
   const database = await openDatabase({})
   await database.migrate()
   const config: Config = { ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, rateLimitPerMinute: RATE_LIMIT, redisUrl: undefined }
   const app = await listen(config, database, upstream)
-  await listen({ ...config, adminToken: undefined }, database, upstreamAdminOff)
-  const [prism, prismAdminOff] = await prismsUp
+  // The server as deployed by default: no operator API, the default budgets.
+  const plainApp = await listen({ ...config, adminToken: undefined, rateLimitPerMinute: defaults.rateLimitPerMinute }, database, upstreamPlain)
+  const [prism, prismPlain] = await prismsUp
   console.log(`server and Prism up in ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
   const exchanges: Exchange[] = []
@@ -144,10 +145,10 @@ async function main(): Promise<number> {
   try {
     await runScenario({
       api: new Observer(prism.url, exchanges),
-      adminOff: new Observer(prismAdminOff.url, exchanges),
+      plain: new Observer(prismPlain.url, exchanges),
       adminToken: ADMIN_TOKEN,
-      rateLimitPerMinute: RATE_LIMIT,
       app,
+      plainApp,
       database,
     })
   } catch (error) {
