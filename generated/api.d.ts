@@ -487,6 +487,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/beta/join": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The join page of an invitation
+         * @description The page behind the join link `/beta/join?token=<token>`. For an `invited` tester: the
+         *     program (name, version, summary, feedback deadline) with Accept and Decline buttons.
+         *     For a `joined` tester: the access URL and instructions (shown to joined testers only)
+         *     and the feedback form, or, once `feedback_deadline` has passed, a note that feedback
+         *     is closed. For a `declined` tester: an Accept button (a tester may change their mind).
+         *     The pages carry no script, set no cookie, are never cached (`Cache-Control: no-store`),
+         *     send no `Referer` and cannot be framed. The token is the only credential; it is never
+         *     written to the server's logs.
+         */
+        get: operations["getBetaJoinPage"];
+        put?: never;
+        /**
+         * Accept or decline an invitation
+         * @description The join page's form. `accept` makes an `invited` or `declined` tester `joined`, sets
+         *     `joined_at` and `end_user_id` (one end user per email per project, the same across the
+         *     project's programs) and answers the joined page with the access details. Accepting
+         *     again changes nothing and shows the same page. `decline` makes an `invited` tester
+         *     `declined` (again: no change). A `joined` tester cannot decline (`409`; leaving is the
+         *     team's revoke). The form is `application/x-www-form-urlencoded`, as a browser sends it;
+         *     its `token` is the credential, so no cookie is involved and another site's form
+         *     cannot act for a tester without the token (no CSRF token is needed).
+         */
+        post: operations["answerBetaInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/beta/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send feedback
+         * @description The feedback form of the joined page: `body` (1 to 10 000 characters, line breaks
+         *     counted once however the browser sends them) and an optional `rating` 1 to 5. Only a
+         *     `joined` tester of an `active` program may write, until `feedback_deadline` (the
+         *     database's clock decides, in the insert itself). After the deadline the answer is
+         *     `409` with the page saying feedback is closed (`data-code="feedback_closed"` in the
+         *     page); an `invited` or `declined` tester gets `409` (`not_joined`). An empty or too
+         *     long text is `400` with the form and the text kept. Teams read feedback through
+         *     `GET /v1/beta/programs/{program_id}/feedback`.
+         */
+        post: operations["submitBetaFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{project_id}/beta/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (`prj_...`). Any other value is the `404` page. */
+                project_id: string;
+                /** @description The program's slug. A program that is not `active` or does not allow public signup is the `404` page. */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A program's public signup page
+         * @description For a program that is `active` and has `allow_public_signup: true`: the program and a
+         *     signup form (email). Any other program, slug or project is the `404` page, the same
+         *     whether or not it exists, so the page reveals nothing else about the project.
+         */
+        get: operations["getBetaSignupPage"];
+        put?: never;
+        /**
+         * Sign up for a program
+         * @description Creates a tester with `source: public`, `status: joined`, `joined_at` and an
+         *     `end_user_id` at once, and answers `201` with the access details and the tester's
+         *     personal join link (to come back and send feedback). The email is trimmed, validated
+         *     like enrollment's (at most 254 characters, one `@`, a dot in the domain; `400` with the
+         *     form otherwise) and stored lowercased. Idempotent on the email like enrollment: an
+         *     email already on the program, whatever its status, answers `200` with a page that shows
+         *     nothing of that tester (anyone can type any email). The service sends no email, so
+         *     whoever signs up an address gets its link. Each client address may sign up at most 10
+         *     times a minute (a 120th of the per-key budget, which is 1200 by default; `429
+         *     rate_limited` beyond, with `Retry-After`).
+         */
+        post: operations["submitBetaSignup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal/{project_id}/changelog": {
         parameters: {
             query?: never;
@@ -740,10 +845,10 @@ export interface components {
             /** @description Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`. */
             token: string;
             /**
-             * @description `invite` for a tester enrolled through this API.
+             * @description `invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page.
              * @enum {string}
              */
-            source: "invite";
+            source: "invite" | "public";
             status: components["schemas"]["BetaTesterStatus"];
             end_user_id: string | null;
             invited_at: components["schemas"]["Timestamp"];
@@ -770,6 +875,32 @@ export interface components {
         BetaTesterList: {
             data: components["schemas"]["BetaTester"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description A server-rendered HTML page (UTF-8), every interpolated value escaped.
+         * @example <!doctype html>
+         */
+        HtmlPage: string;
+        BetaJoinForm: {
+            /** @description The tester's token, from the join link. */
+            token: string;
+            /** @enum {string} */
+            action: "accept" | "decline";
+        };
+        BetaSignupForm: {
+            /** @description Trimmed, then at most 254 characters with one `@` and a dot in the domain; stored lowercased. */
+            email: string;
+        };
+        BetaFeedbackForm: {
+            /** @description The tester's token, from the join link. */
+            token: string;
+            /** @description The feedback, 1 to 10 000 characters once CRLF line breaks count as one. */
+            body: string;
+            /**
+             * @description 1 (poor) to 5 (great); empty or omitted for none.
+             * @enum {string}
+             */
+            rating?: "" | "1" | "2" | "3" | "4" | "5";
         };
         /** @description Feedback a joined tester wrote on the portal before the program's `feedback_deadline`. */
         BetaFeedback: {
@@ -951,6 +1082,72 @@ export interface components {
                 [name: string]: unknown;
             };
             content?: never;
+        };
+        /** @description A page saying the invitation link is not valid: the token is missing, malformed or unknown (a deleted tester's token included). */
+        TesterPortalNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["HtmlPage"];
+            };
+        };
+        /** @description A page saying the team withdrew the invitation (the tester is `revoked`). Restoring the tester makes the same link work again. */
+        TesterPortalRevoked: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["HtmlPage"];
+            };
+        };
+        /** @description A page saying why not now: the program is `draft` (not started) or `closed` (ended); a `joined` tester declining; feedback from a tester who has not joined, or after the program's `feedback_deadline` (`data-code="feedback_closed"`). */
+        TesterPortalConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["HtmlPage"];
+            };
+        };
+        /** @description A page saying there is no open beta at this address; a path segment longer than any id is refused by the router with a problem instead. */
+        TesterPortalSignupNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["HtmlPage"];
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `unsupported_media_type`: the body is not `application/x-www-form-urlencoded`. */
+        FormUnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
         };
         /**
          * @description No such project (or an id of the wrong shape): a short HTML page that says so. A path
@@ -2468,6 +2665,237 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    getBetaJoinPage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The tester's token. A missing, wrong-length or unknown token is the `404` page; characters
+                 *     no token has (anything but `[A-Za-z0-9_-]`, undecodable percent-encoding) are `400`.
+                 */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The program and what the tester can do now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["TesterPortalNotFound"];
+            409: components["responses"]["TesterPortalConflict"];
+            410: components["responses"]["TesterPortalRevoked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    answerBetaInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["BetaJoinForm"];
+            };
+        };
+        responses: {
+            /** @description The page after the answer, the access details when joined, the declined note when declined. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["TesterPortalNotFound"];
+            409: components["responses"]["TesterPortalConflict"];
+            410: components["responses"]["TesterPortalRevoked"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["FormUnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    submitBetaFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["BetaFeedbackForm"];
+            };
+        };
+        responses: {
+            /** @description The joined page with a thank-you note; the feedback is stored. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                };
+            };
+            /**
+             * @description A text page (`text/html`): the feedback is empty or over 10 000 characters; the form
+             *     is shown again with the text. A form the schema refuses (no `token`, a `rating`
+             *     other than 1 to 5) is a problem (`application/problem+json`).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: components["responses"]["TesterPortalNotFound"];
+            409: components["responses"]["TesterPortalConflict"];
+            410: components["responses"]["TesterPortalRevoked"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["FormUnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBetaSignupPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (`prj_...`). Any other value is the `404` page. */
+                project_id: string;
+                /** @description The program's slug. A program that is not `active` or does not allow public signup is the `404` page. */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The program and the signup form. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["TesterPortalSignupNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    submitBetaSignup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (`prj_...`). Any other value is the `404` page. */
+                project_id: string;
+                /** @description The program's slug. A program that is not `active` or does not allow public signup is the `404` page. */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["BetaSignupForm"];
+            };
+        };
+        responses: {
+            /** @description The email was already on the program; nothing changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                };
+            };
+            /** @description Signed up, the access details and the personal join link. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                };
+            };
+            /**
+             * @description A text page (`text/html`) with the form again when the email is not valid; a form the
+             *     schema refuses (no `email`, unknown fields) is a problem (`application/problem+json`).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["HtmlPage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: components["responses"]["TesterPortalSignupNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["FormUnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getPortalChangelogPage: {

@@ -942,9 +942,10 @@ export const routes: RouteSpec[] = [
                   "source": {
                     "type": "string",
                     "enum": [
-                      "invite"
+                      "invite",
+                      "public"
                     ],
-                    "description": "`invite` for a tester enrolled through this API."
+                    "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
                   },
                   "status": {
                     "type": "string",
@@ -1116,9 +1117,10 @@ export const routes: RouteSpec[] = [
                 "source": {
                   "type": "string",
                   "enum": [
-                    "invite"
+                    "invite",
+                    "public"
                   ],
-                  "description": "`invite` for a tester enrolled through this API."
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
                 },
                 "status": {
                   "type": "string",
@@ -1208,9 +1210,10 @@ export const routes: RouteSpec[] = [
                 "source": {
                   "type": "string",
                   "enum": [
-                    "invite"
+                    "invite",
+                    "public"
                   ],
-                  "description": "`invite` for a tester enrolled through this API."
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
                 },
                 "status": {
                   "type": "string",
@@ -1333,9 +1336,10 @@ export const routes: RouteSpec[] = [
                 "source": {
                   "type": "string",
                   "enum": [
-                    "invite"
+                    "invite",
+                    "public"
                   ],
-                  "description": "`invite` for a tester enrolled through this API."
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
                 },
                 "status": {
                   "type": "string",
@@ -1473,9 +1477,10 @@ export const routes: RouteSpec[] = [
                 "source": {
                   "type": "string",
                   "enum": [
-                    "invite"
+                    "invite",
+                    "public"
                   ],
-                  "description": "`invite` for a tester enrolled through this API."
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
                 },
                 "status": {
                   "type": "string",
@@ -3053,6 +3058,207 @@ export const routes: RouteSpec[] = [
         "type": "object",
         "additionalProperties": false,
         "properties": {}
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "getBetaJoinPage",
+    "method": "GET",
+    "path": "/beta/join",
+    "url": "/beta/join",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "token": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^[A-Za-z0-9_-]*$"
+          }
+        }
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "answerBetaInvitation",
+    "method": "POST",
+    "path": "/beta/join",
+    "url": "/beta/join",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "token",
+          "action"
+        ],
+        "properties": {
+          "token": {
+            "type": "string",
+            "maxLength": 256,
+            "description": "The tester's token, from the join link."
+          },
+          "action": {
+            "type": "string",
+            "enum": [
+              "accept",
+              "decline"
+            ]
+          }
+        }
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "submitBetaFeedback",
+    "method": "POST",
+    "path": "/beta/feedback",
+    "url": "/beta/feedback",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "token",
+          "body"
+        ],
+        "properties": {
+          "token": {
+            "type": "string",
+            "maxLength": 256,
+            "description": "The tester's token, from the join link."
+          },
+          "body": {
+            "type": "string",
+            "maxLength": 40000,
+            "description": "The feedback, 1 to 10 000 characters once CRLF line breaks count as one."
+          },
+          "rating": {
+            "type": "string",
+            "enum": [
+              "",
+              "1",
+              "2",
+              "3",
+              "4",
+              "5"
+            ],
+            "description": "1 (poor) to 5 (great); empty or omitted for none."
+          }
+        }
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "getBetaSignupPage",
+    "method": "GET",
+    "path": "/portal/{project_id}/beta/{slug}",
+    "url": "/portal/:project_id/beta/:slug",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "project_id": {
+            "type": "string"
+          },
+          "slug": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "project_id",
+          "slug"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "submitBetaSignup",
+    "method": "POST",
+    "path": "/portal/{project_id}/beta/{slug}",
+    "url": "/portal/:project_id/beta/:slug",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "project_id": {
+            "type": "string"
+          },
+          "slug": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "project_id",
+          "slug"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "email"
+        ],
+        "properties": {
+          "email": {
+            "type": "string",
+            "maxLength": 1000,
+            "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain; stored lowercased."
+          }
+        }
       },
       "response": {}
     }

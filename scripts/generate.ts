@@ -75,7 +75,9 @@ for (const [path, item] of Object.entries(doc.paths as JsonObject)) {
     if (!op) continue
     const own = ((op.parameters as Json[]) ?? []).map((p) => inline(p) as JsonObject)
     const params = [...shared, ...own]
-    const body = op.requestBody ? inline(op.requestBody).content['application/json'].schema : undefined
+    // A body is JSON, or a form (the portal's HTML forms); both validate against the same kind of schema.
+    const bodyContent = op.requestBody ? inline(op.requestBody).content : undefined
+    const body = bodyContent ? (bodyContent['application/json'] ?? bodyContent['application/x-www-form-urlencoded']).schema : undefined
     const response: JsonObject = {}
     for (const [status, res] of Object.entries(op.responses as JsonObject)) {
       const schema = inline(res).content?.['application/json']?.schema

@@ -12,6 +12,7 @@ import { makeRepos } from './db/repos/index.js'
 import { handlers } from './handlers/index.js'
 import { ApiError, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
+import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { registerIdempotency } from './http/idempotency.js'
@@ -95,6 +96,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   app.setValidatorCompiler(validatorCompiler)
   registerJsonParser(app, BODY_LIMIT)
+  registerFormParser(app, BODY_LIMIT)
 
   app.addHook('onRequest', makeGuard(ctx))
   app.addHook('onSend', async (request, reply) => {

@@ -69,7 +69,7 @@ export const beta_testers = pgTable(
       .references(() => beta_programs.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
     token: text('token').notNull(),
-    source: text('source', { enum: ['invite'] }).notNull().default('invite'),
+    source: text('source', { enum: ['invite', 'public'] }).notNull().default('invite'),
     status: text('status', { enum: ['invited', 'joined', 'declined', 'revoked'] }).notNull().default('invited'),
     end_user_id: text('end_user_id'),
     invited_at: timestamptz('invited_at').notNull().defaultNow(),
@@ -82,6 +82,23 @@ export const beta_testers = pgTable(
     index('beta_testers_program_status_invited_idx').on(t.beta_program_id, t.status, t.invited_at.desc(), t.id.desc()),
     check('beta_testers_status_check', sql`${t.status} in ('invited', 'joined', 'declined', 'revoked')`),
   ],
+)
+
+/**
+ * The people behind testers: one end user per email per project, made when a tester first
+ * joins, so that the same person is recognised across a project's programs.
+ */
+export const end_users = pgTable(
+  'end_users',
+  {
+    id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('end_users_project_email_key').on(t.project_id, t.email)],
 )
 
 /**

@@ -5,6 +5,7 @@ import * as testers from './beta-testers.js'
 import * as changelog from './changelog.js'
 import * as feedback from './feedback.js'
 import * as ops from './ops.js'
+import * as portalBeta from './portal-beta.js'
 import * as portalChangelog from './portal-changelog.js'
 
 /** One handler per operationId of openapi.yaml; the compiler names any that is missing. */
@@ -26,6 +27,11 @@ export const handlers = {
   getChangelogEntry: changelog.getChangelogEntry,
   updateChangelogEntry: changelog.updateChangelogEntry,
   deleteChangelogEntry: changelog.deleteChangelogEntry,
+  getBetaJoinPage: portalBeta.getBetaJoinPage,
+  answerBetaInvitation: portalBeta.answerBetaInvitation,
+  submitBetaFeedback: portalBeta.submitBetaFeedback,
+  getBetaSignupPage: portalBeta.getBetaSignupPage,
+  submitBetaSignup: portalBeta.submitBetaSignup,
   getPortalChangelogPage: portalChangelog.getPortalChangelogPage,
   getPortalChangelogAtom: portalChangelog.getPortalChangelogAtom,
   getPortalChangelogJsonFeed: portalChangelog.getPortalChangelogJsonFeed,

@@ -39,4 +39,14 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
 }
 
 /** The per-route options for an authenticated route. */
-export const rateLimitFor = (config: Config) => ({ max: config.rateLimitPerMinute, timeWindow: 60_000 })
+/**
+ * Public signups per client address a minute: each one writes a tester, so a 120th of the
+ * per-key budget (10 at the default 1200).
+ */
+export const signupsPerMinute = (config: Config) => Math.max(1, Math.floor(config.rateLimitPerMinute / 120))
+
+/** The per-route options: the key's (or address's) budget, and a tighter one for public signup. */
+export const rateLimitFor = (config: Config, route?: { operationId: string }) => ({
+  max: route?.operationId === 'submitBetaSignup' ? signupsPerMinute(config) : config.rateLimitPerMinute,
+  timeWindow: 60_000,
+})

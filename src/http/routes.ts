@@ -20,7 +20,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       method: route.method,
       url: route.url,
       // Authenticated operations count per key; the public portal, per client address.
-      config: { route, ...(route.security !== 'none' || route.tag === 'portal' ? { rateLimit: rateLimitFor(ctx.config) } : {}) },
+      config: { route, ...(route.security !== 'none' || route.tag === 'portal' ? { rateLimit: rateLimitFor(ctx.config, route) } : {}) },
       schema: {
         params: route.schema.params,
         querystring: route.schema.querystring,

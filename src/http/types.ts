@@ -14,7 +14,11 @@ type Op<K extends OperationId> = operations[K]
 type Defined<T> = [T] extends [never] ? Record<string, never> : [T] extends [undefined] ? Record<string, never> : NonNullable<T>
 export type PathParams<K extends OperationId> = Defined<Op<K>['parameters']['path']>
 export type Query<K extends OperationId> = Defined<Op<K>['parameters']['query']>
-export type Body<K extends OperationId> = Op<K> extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined
+export type Body<K extends OperationId> = Op<K> extends { requestBody: { content: { 'application/json': infer B } } }
+  ? B
+  : Op<K> extends { requestBody: { content: { 'application/x-www-form-urlencoded': infer F } } }
+    ? F
+    : undefined
 
 type SuccessStatus = 200 | 201 | 204 | 304
 type Content<R> = R extends { content: infer C } ? C[keyof C] : undefined

@@ -2,6 +2,7 @@ import type { Database } from '../client.js'
 import { changelogRepo } from './changelog.js'
 import { feedbackRepo } from './feedback.js'
 import { idempotencyRepo } from './idempotency.js'
+import { portalRepo } from './portal.js'
 import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
 import { testersRepo } from './testers.js'
@@ -13,6 +14,7 @@ export function makeRepos(db: Database) {
     programs: programsRepo(db),
     testers: testersRepo(db),
     feedback: feedbackRepo(db),
+    portal: portalRepo(db),
     changelog: changelogRepo(db),
     idempotency: idempotencyRepo(db),
   }

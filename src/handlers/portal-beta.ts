@@ -1,0 +1,112 @@
+// The tester portal: the join page and its answers, the feedback form, and public signup.
+// Each answers HTML for people, with the status code a script can rely on (documented in
+// openapi.yaml under the portal tag). The token is the only credential: it travels in the
+// query of the join link and in the body of the forms, and is never logged.
+import type { Invitation, PortalProgram } from '../db/repos/portal.js'
+import { isId } from '../domain/ids.js'
+import {
+  FEEDBACK_MAX,
+  PAGE_HEADERS,
+  alreadySignedUpPage,
+  joinPage,
+  messagePage,
+  programNotOpenPage,
+  revokedPage,
+  signedUpPage,
+  signupNotFoundPage,
+  signupPage,
+  unknownTokenPage,
+} from '../portal/beta-pages.js'
+import type { AppContext, Handler } from '../http/types.js'
+
+const TOKEN = /^[A-Za-z0-9_-]{32}$/
+const EMAIL = /^\s*(?=\S{3,254}\s*$)[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+\s*$/
+
+const reply = <S extends number>(status: S, body: string) => ({ status, body, headers: { ...PAGE_HEADERS } })
+
+type Refusal = { status: 404 | 409 | 410; body: string; headers: Record<string, string> }
+
+/** Why this invitation cannot be used now, as a page; undefined when it can. */
+function refusal(invitation: Invitation | undefined): Refusal | undefined {
+  if (!invitation) return reply(404, unknownTokenPage())
+  if (invitation.tester.status === 'revoked') return reply(410, revokedPage())
+  if (invitation.program.status !== 'active') return reply(409, programNotOpenPage(invitation.program))
+  return undefined
+}
+
+async function invitation(ctx: AppContext, token: string | undefined): Promise<Invitation | undefined> {
+  return token !== undefined && TOKEN.test(token) ? ctx.repos.portal.byToken(token) : undefined
+}
+
+export const getBetaJoinPage: Handler<'getBetaJoinPage'> = async ({ query }, ctx) => {
+  const found = await invitation(ctx, query.token)
+  const refused = refusal(found)
+  if (refused) return refused
+  return reply(200, joinPage({ ...found!, now: new Date() }))
+}
+
+export const answerBetaInvitation: Handler<'answerBetaInvitation'> = async ({ body }, ctx) => {
+  const found = await invitation(ctx, body.token)
+  const refused = refusal(found)
+  if (refused) return refused
+  const result = body.action === 'accept' ? await ctx.repos.portal.accept(body.token) : await ctx.repos.portal.decline(body.token)
+  if (result.outcome === 'done') return reply(200, joinPage({ ...result.invitation, now: new Date() }))
+  if (result.outcome === 'gone') return reply(404, unknownTokenPage())
+  // Revoked, or the program closed, since the page was read; or a joined tester declining.
+  const again = refusal(result.invitation)
+  if (again) return again
+  return reply(409, messagePage('Already joined', 'You have already joined this beta. To leave it, ask the team.', 'invalid_transition'))
+}
+
+export const submitBetaFeedback: Handler<'submitBetaFeedback'> = async ({ body }, ctx) => {
+  const found = await invitation(ctx, body.token)
+  const refused = refusal(found)
+  if (refused) return refused
+  const { tester, program } = found!
+  const now = new Date()
+  if (tester.status !== 'joined') {
+    return reply(409, messagePage('Join first', 'Accept the invitation before sending feedback.', 'not_joined'))
+  }
+  if (program.feedback_deadline && program.feedback_deadline <= now) return reply(409, joinPage({ tester, program, now }))
+  // Browsers send line breaks as CRLF; the limit counts characters as the tester typed them.
+  const text = body.body.replace(/\r\n?/g, '\n')
+  const rating = body.rating === undefined || body.rating === '' ? null : Number(body.rating)
+  const problem = !text.trim()
+    ? 'Write some feedback before sending.'
+    : [...text].length > FEEDBACK_MAX
+      ? `Feedback can be at most ${FEEDBACK_MAX} characters; yours has ${[...text].length}.`
+      : undefined
+  if (problem) return reply(400, joinPage({ tester, program, now, feedbackError: { message: problem, text } }))
+  const saved = await ctx.repos.portal.addFeedback(body.token, text, rating)
+  if (saved) return reply(200, joinPage({ tester, program, now, thanks: true }))
+  // The tester was revoked, the program closed or the deadline passed meanwhile.
+  const current = await invitation(ctx, body.token)
+  return refusal(current) ?? reply(409, joinPage({ ...current!, now: new Date() }))
+}
+
+async function publicProgram(ctx: AppContext, projectId: string, slug: string): Promise<PortalProgram | undefined> {
+  if (!isId('prj', projectId) || !/^[a-z0-9-]{1,70}$/.test(slug)) return undefined
+  return ctx.repos.portal.publicProgram(projectId, slug)
+}
+
+const signupAction = (projectId: string, slug: string) => `/portal/${projectId}/beta/${slug}`
+
+export const getBetaSignupPage: Handler<'getBetaSignupPage'> = async ({ params }, ctx) => {
+  const program = await publicProgram(ctx, params.project_id, params.slug)
+  if (!program) return reply(404, signupNotFoundPage())
+  return reply(200, signupPage(program, signupAction(program.project_id, program.slug)))
+}
+
+export const submitBetaSignup: Handler<'submitBetaSignup'> = async ({ params, body }, ctx) => {
+  const program = await publicProgram(ctx, params.project_id, params.slug)
+  if (!program) return reply(404, signupNotFoundPage())
+  const action = signupAction(program.project_id, program.slug)
+  const email = body.email.trim().toLowerCase()
+  if (!EMAIL.test(body.email) || [...email].length > 254) {
+    return reply(400, signupPage(program, action, 'Enter a valid email address, such as name@example.com.', body.email))
+  }
+  const result = await ctx.repos.portal.signup(program.project_id, program.id, email)
+  if (result.outcome === 'not_open') return reply(404, signupNotFoundPage())
+  if (result.outcome === 'existing') return reply(200, alreadySignedUpPage(program))
+  return reply(201, signedUpPage(program, `/beta/join?token=${result.tester.token}`))
+}

@@ -1,0 +1,37 @@
+// HTML forms (application/x-www-form-urlencoded) for the portal's pages, and only for them:
+// the /v1 API keeps answering 415 to anything but JSON, and a portal form refuses JSON.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ApiError } from './errors.js'
+
+const FORM = /^application\/x-www-form-urlencoded(\s*;.*)?$/i
+const isPortal = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
+const notJson = () => new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
+
+/** Fields in a null-prototype object; a repeated field becomes an array, which the schema refuses. */
+export function parseForm(text: string): Record<string, string | string[]> {
+  const fields: Record<string, string | string[]> = Object.create(null)
+  for (const [name, value] of new URLSearchParams(text)) {
+    const seen = fields[name]
+    fields[name] = seen === undefined ? value : [...[seen].flat(), value]
+  }
+  return fields
+}
+
+export function registerFormParser(app: FastifyInstance, bodyLimit: number): void {
+  app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit }, (request, body, done) => {
+    if (!isPortal(request)) return done(notJson(), undefined)
+    const text = body as string
+    // PostgreSQL text cannot hold U+0000.
+    if (text.includes('%00') || text.includes('\u0000')) {
+      return done(new ApiError('validation_failed', 'body must not contain the NUL character', { errors: [{ in: 'body', path: '', message: 'must not contain the NUL character' }] }), undefined)
+    }
+    done(null, parseForm(text))
+  })
+  // A portal form sent as JSON parses, but is not what the page's form sends: refuse it too.
+  app.addHook('preValidation', async (request) => {
+    if (!isPortal(request) || request.method !== 'POST') return
+    if (!FORM.test(String(request.headers['content-type'] ?? ''))) {
+      throw new ApiError('unsupported_media_type', 'Portal forms are application/x-www-form-urlencoded.')
+    }
+  })
+}
