@@ -59,6 +59,7 @@ const validBodies: Record<string, Record<string, string>> = {
   updateChangelogEntry: {},
   adminCreateProject: { name: 'Sweep project' },
   adminUpdateProject: {},
+  submitBetaSignup: { email: 'sweep@example.com' },
 }
 
 const documented = (route: RouteSpec, status: number) => documents(route.operationId, status)
@@ -186,9 +187,45 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ path: onePath, token: noBetaKey, expect: 403 })
   await api.send({ path: `${feedbackPath}/${MISSING.feedback}`, token: key, expect: 404 })
 
-  // --- closing the program: enrollment refused; then deletes
+  // --- the program's public signup page (active, public signup allowed): HTML forms, no key
+  const signupPath = `/portal/${pro.id}/beta/${created.json.data.slug}`
+  const nowhere = `/portal/${pro.id}/beta/no-such-program`
+  await api.send({ path: signupPath, expect: 200 })
+  await api.send({ path: nowhere, expect: 404 })
+  await plain.send({ method: 'POST', path: signupPath, form: { email: 'Walk-In@Example.com' }, expect: 201 })
+  await plain.send({ method: 'POST', path: signupPath, form: { email: 'walk-in@example.com' }, expect: 200 })
+  await plain.send({ method: 'POST', path: signupPath, form: { email: 'not an email' }, expect: 400 })
+  await plain.send({ method: 'POST', path: nowhere, form: { email: 'x@example.com' }, expect: 404 })
+
+  // --- the tester's pages, behind the join link: the token is the credential
+  const enroll = async (email: string) => (await api.send({ method: 'POST', path: testersPath, token: key, json: { email }, expect: 201 })).json.data as { id: string; token: string }
+  const invitee = await enroll('invitee@example.com')
+  const bystander = await enroll('bystander@example.com')
+  const joinPage = `/beta/join?token=${encodeURIComponent(invitee.token)}`
+  await api.send({ path: joinPage, expect: 200 })
+  await api.send({ method: 'POST', path: '/beta/join', form: { token: invitee.token, action: 'decline' }, expect: 200 })
+  await api.send({ path: joinPage, expect: 200 })
+  await api.send({ method: 'POST', path: '/beta/join', form: { token: invitee.token, action: 'accept' }, expect: 200 })
+  await api.send({ path: joinPage, expect: 200 })
+  await api.send({ method: 'POST', path: '/beta/join', form: { token: invitee.token, action: 'decline' }, expect: 409 })
+  await api.send({ method: 'POST', path: '/beta/feedback', form: { token: invitee.token, body: 'Works on my phone.', rating: '5' }, expect: 200 })
+  await api.send({ method: 'POST', path: '/beta/feedback', form: { token: invitee.token, body: '' }, expect: 400 })
+  await api.send({ method: 'POST', path: '/beta/feedback', form: { token: bystander.token, body: 'Not joined yet.' }, expect: 409 })
+  await api.send({ path: '/beta/join?token=nobody', expect: 404 })
+  await api.send({ method: 'POST', path: '/beta/join', form: { token: 'nobody', action: 'accept' }, expect: 404 })
+  await api.send({ method: 'POST', path: '/beta/feedback', form: { token: 'nobody', body: 'Hello?' }, expect: 404 })
+  // Revoked by the team: the same link answers 410 until the tester is restored.
+  const inviteePath = `${testersPath}/${invitee.id}`
+  await api.send({ method: 'PATCH', path: inviteePath, token: key, json: { status: 'revoked' }, expect: 200 })
+  await api.send({ path: joinPage, expect: 410 })
+  await api.send({ method: 'POST', path: '/beta/join', form: { token: invitee.token, action: 'accept' }, expect: 410 })
+  await api.send({ method: 'POST', path: '/beta/feedback', form: { token: invitee.token, body: 'Still here?' }, expect: 410 })
+  await api.send({ method: 'PATCH', path: inviteePath, token: key, json: { status: 'invited' }, expect: 200 })
+
+  // --- closing the program: enrollment refused, the join page says it ended; then deletes
   await api.send({ method: 'PATCH', path: programPath, token: key, json: { status: 'closed' }, expect: 200 })
   await api.send({ method: 'POST', path: testersPath, token: key, json: { email: 'late@example.com' }, expect: 409 })
+  await api.send({ path: joinPage, expect: 409 })
 
   await api.send({ method: 'DELETE', path: testerPath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
   await api.send({ method: 'DELETE', path: testerPath, token: noBetaKey, expect: 403 })
@@ -264,6 +301,9 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     '/admin/v1/projects/{id}': `/admin/v1/projects/${pro.id}`,
     '/admin/v1/projects/{id}/api-keys': `/admin/v1/projects/${pro.id}/api-keys`,
     '/admin/v1/projects/{id}/api-keys/{key_id}': `/admin/v1/projects/${pro.id}/api-keys/${extraKey.id}`,
+    '/portal/{project_id}/beta/{slug}': signupPath,
+    // One operation of a path, where it needs a query to get past its 404.
+    'GET /beta/join': joinPage,
     '/portal/{project_id}/changelog': `/portal/${pro.id}/changelog`,
     '/portal/{project_id}/changelog.atom': `/portal/${pro.id}/changelog.atom`,
     '/portal/{project_id}/changelog.json': `/portal/${pro.id}/changelog.json`,
@@ -277,7 +317,12 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     const type = requestMediaType(route.operationId)
     return type === 'application/json' ? { json: body } : type ? { form: body } : {}
   }
-  const bodyOf = (route: RouteSpec) => encoded(route, validBodies[route.operationId] ?? {})
+  const sweepBodies: Record<string, Record<string, string>> = {
+    ...validBodies,
+    answerBetaInvitation: { token: invitee.token, action: 'accept' },
+    submitBetaFeedback: { token: invitee.token, body: 'Sweep' },
+  }
+  const bodyOf = (route: RouteSpec) => encoded(route, sweepBodies[route.operationId] ?? {})
   const via = (route: RouteSpec) => (TIGHT.has(route.operationId) ? { observer: plain, app: ctx.plainApp } : { observer: api, app: ctx.app })
 
   for (const route of routes) {
