@@ -1,8 +1,11 @@
 // Per-key rate limits by @fastify/rate-limit: in memory on one instance, in Redis when
 // REDIS_URL is set so that several instances share one budget. Authenticated operations are
-// limited after the guard, so they count per API key (by its id, never the key itself). The
-// key-less portal (pages and feeds) counts per client address with the same budget, so that one
-// client cannot flood it; behind a proxy that hides client addresses, all visitors share it.
+// limited after the guard, so they count per API key (by its id, never the key itself), one
+// budget for all operations together (the plugin's per-route budgets would let a key make the
+// limit on every operation). The key-less portal (pages and feeds) counts per client address
+// with the same budget, so that one client cannot flood it; behind a proxy that hides client
+// addresses, all visitors share it. Public signup has a tighter budget of its own. The probes
+// (/healthz, /readyz, /openapi.*, /docs) are not counted.
 // The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After) are the one family sent.
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -11,6 +14,7 @@ import type { Config } from '../config.js'
 import { ApiError } from './errors.js'
 
 const isPublic = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
+const isOperator = (request: FastifyRequest) => request.routeOptions.config.route?.security === 'AdminToken'
 
 export async function registerRateLimit(app: FastifyInstance, config: Config): Promise<void> {
   const redis = config.redisUrl
@@ -26,7 +30,11 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
     })
   }
   await app.register(rateLimit, {
-    global: false,
+    // Every route counts against one budget per key (or address), unless a route sets its own.
+    global: true,
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    allowList: (request) => !request.principal && !isPublic(request) && !isOperator(request),
     enableDraftSpec: true,
     // An unreachable Redis must not take the API down: requests pass unlimited meanwhile.
     skipOnError: true,
@@ -38,15 +46,12 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
   })
 }
 
-/** The per-route options for an authenticated route. */
 /**
  * Public signups per client address a minute: each one writes a tester, so a 120th of the
  * per-key budget (10 at the default 1200).
  */
 export const signupsPerMinute = (config: Config) => Math.max(1, Math.floor(config.rateLimitPerMinute / 120))
 
-/** The per-route options: the key's (or address's) budget, and a tighter one for public signup. */
-export const rateLimitFor = (config: Config, route?: { operationId: string }) => ({
-  max: route?.operationId === 'submitBetaSignup' ? signupsPerMinute(config) : config.rateLimitPerMinute,
-  timeWindow: 60_000,
-})
+/** A route's own budget where it has one (public signup), else the shared one (undefined). */
+export const ownRateLimit = (config: Config, route: { operationId: string }) =>
+  route.operationId === 'submitBetaSignup' ? { max: signupsPerMinute(config), timeWindow: 60_000 } : undefined

@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
-import { rateLimitFor } from './rate-limit.js'
+import { ownRateLimit } from './rate-limit.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
 
 const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
@@ -16,11 +16,13 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       request: ApiRequest<OperationId>,
       ctx: AppContext,
     ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
+    const ownBudget = ownRateLimit(ctx.config, route)
     app.route({
       method: route.method,
       url: route.url,
-      // Authenticated operations count per key; the public portal, per client address.
-      config: { route, ...(route.security !== 'none' || route.tag === 'portal' ? { rateLimit: rateLimitFor(ctx.config, route) } : {}) },
+      // Authenticated operations count per key, the public portal per client address, all
+      // against one budget (see rate-limit.ts); public signup has a budget of its own.
+      config: { route, ...(ownBudget ? { rateLimit: ownBudget } : {}) },
       schema: {
         params: route.schema.params,
         querystring: route.schema.querystring,

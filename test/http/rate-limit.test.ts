@@ -25,11 +25,27 @@ t.test('over the limit a key gets 429 rate_limited with Retry-After; other keys 
   t.notOk((await call(t, app, { url: '/healthz' })).headers['ratelimit-limit'])
 })
 
+t.test('one budget per key covers every operation together', async (t) => {
+  const app = await testApp({ rateLimitPerMinute: 4 })
+  const { key } = await createProject()
+  const urls = ['/v1/changelog', '/v1/beta/programs', '/v1/changelog?limit=1', '/v1/beta/programs?limit=1']
+  const remaining: string[] = []
+  for (const url of urls) remaining.push(String((await call(t, app, { url, key })).headers['ratelimit-remaining']))
+  t.same(remaining, ['3', '2', '1', '0'], 'each operation draws on the same budget')
+  const limited = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Over' } })
+  t.equal(limited.status, 429, 'a fifth operation, of any kind, is over it')
+  t.equal(limited.json.code, 'rate_limited')
+  for (const url of ['/healthz', '/readyz', '/openapi.json']) {
+    t.equal((await call(t, app, { url })).status, 200, `${url} is not limited`)
+  }
+})
+
 t.test('with REDIS_URL two instances share one budget per key', async (t) => {
   const first = await testApp({ rateLimitPerMinute: 4, redisUrl: REDIS_URL })
   const second = await testApp({ rateLimitPerMinute: 4, redisUrl: REDIS_URL })
   const { key } = await createProject()
   const statuses: number[] = []
-  for (const app of [first, second, first, second, first]) statuses.push((await call(t, app, { url: '/v1/changelog', key })).status)
-  t.same(statuses, [200, 200, 200, 200, 429], 'the fifth request is over the shared budget, whichever instance takes it')
+  const urls = ['/v1/changelog', '/v1/beta/programs', '/v1/changelog', '/v1/beta/programs', '/v1/changelog']
+  for (const [i, app] of [first, second, first, second, first].entries()) statuses.push((await call(t, app, { url: urls[i]!, key })).status)
+  t.same(statuses, [200, 200, 200, 200, 429], 'the fifth request is over the shared budget, whichever instance and operation take it')
 })
