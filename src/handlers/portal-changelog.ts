@@ -7,7 +7,7 @@ import type { AppContext, Handler } from '../http/types.js'
 import { conditionalReply } from '../portal/changelog-cache.js'
 import { changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/changelog-page.js'
 import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeed, JSON_FEED_TYPE, type FeedSource } from '../portal/feeds.js'
-import { HTML_TYPE } from '../portal/html.js'
+import { HTML_TYPE, pageSecurityHeaders } from '../portal/html.js'
 
 /** The project's name and creation, all the portal shows of it; undefined for any unknown id. */
 async function findProject(repos: AppContext['repos'], projectId: string) {
@@ -31,12 +31,12 @@ async function feedSource(ctx: AppContext, projectId: string, locale: string | u
 
 export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers }, { repos }) => {
   const project = await findProject(repos, params.project_id)
-  if (!project) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE } }
+  if (!project) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } }
   const limit = query.limit ?? DEFAULT_LIMIT
   const offset = query.offset ?? 0
   const { entries, hasMore } = await repos.changelog.list(project.id, { locale: query.locale, limit, offset })
   const body = changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, limit, offset, entries, hasMore })
-  return conditionalReply(headers, { body, contentType: HTML_TYPE })
+  return conditionalReply(headers, { body, contentType: HTML_TYPE, headers: pageSecurityHeaders({ images: true }) })
 }
 
 export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers }, ctx) => {

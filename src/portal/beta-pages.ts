@@ -4,18 +4,12 @@
 // another site's form (CSRF); the pages forbid framing and send no Referer (the token is in
 // the join URL).
 import type { PortalProgram, PortalTester } from '../db/repos/portal.js'
-import { html, page, type SafeHtml } from './html.js'
+import { html, HTML_TYPE, page, pageSecurityHeaders, type SafeHtml } from './html.js'
 
 export const FEEDBACK_MAX = 10_000
 
 /** Headers of every portal page: never cached, never framed, no Referer, no script. */
-export const PAGE_HEADERS = {
-  'content-type': 'text/html; charset=utf-8',
-  'cache-control': 'no-store',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-}
+export const PAGE_HEADERS = { 'content-type': HTML_TYPE, 'cache-control': 'no-store', ...pageSecurityHeaders() }
 
 const date = (value: Date) => value.toISOString().replace('T', ' ').slice(0, 16) + ' UTC'
 

@@ -71,3 +71,20 @@ ${body}
 }
 
 export const HTML_TYPE = 'text/html; charset=utf-8'
+
+/**
+ * What every portal page sends besides its type and caching: no script at all, no framing, no
+ * Referer to the sites it links to. Pages that show changelog entries allow their images.
+ */
+export const pageSecurityHeaders = (options: { images?: boolean } = {}): Record<string, string> => ({
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'content-security-policy': [
+    "default-src 'none'",
+    "style-src 'unsafe-inline'",
+    ...(options.images ? ['img-src http: https:'] : []),
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; '),
+})

@@ -181,3 +181,17 @@ t.test('the page revalidates with If-None-Match and is cacheable by shared cache
   const other = await load(t, `/portal/${id}/changelog?locale=fr`, { 'if-none-match': String(changed.headers.etag) })
   t.equal(other.status, 200, 'another URL is another representation')
 })
+
+t.test('the page runs no script, cannot be framed and sends no Referer, even on a 404', async (t) => {
+  const { id, key } = await createProject()
+  await create(t, key, { title: 'One', status: 'published' })
+  for (const url of [`/portal/${id}/changelog`, '/portal/prj_000000000000000000000/changelog']) {
+    const res = await load(t, url)
+    const csp = String(res.headers['content-security-policy'])
+    t.match(csp, /default-src 'none'/, url)
+    t.notMatch(csp, /script-src/, `${url}: no script source is allowed`)
+    t.match(csp, /frame-ancestors 'none'/, url)
+    t.equal(res.headers['x-frame-options'], 'DENY', url)
+    t.equal(res.headers['referrer-policy'], 'no-referrer', url)
+  }
+})
