@@ -2,6 +2,9 @@
 // a million round trips). One project under test, with a fixed API key so a seed can be reused
 // across runs, and other projects' rows interleaved with its own, as in a shared database.
 import { createHash } from 'node:crypto'
+import { getTableName, is } from 'drizzle-orm'
+import { PgTable } from 'drizzle-orm/pg-core'
+import * as schema from '../../src/db/schema.js'
 
 /** Bumped whenever the seed changes shape, so an older seed is rebuilt rather than reused. */
 export const SEED_NAME = 'bench seed v1'
@@ -109,8 +112,11 @@ export async function countSeed(exec: Exec): Promise<SeedCounts> {
 /** Testers that earlier runs enrolled (the API's and pgbench's), so every run starts alike. */
 export const removeEnrolled = `delete from beta_testers where beta_program_id = ${lit(PROGRAM_ID)} and email not like '${SEED_EMAIL_PREFIX}%'`
 
-export const truncateAll =
-  'truncate projects, api_keys, beta_programs, beta_testers, beta_feedback, changelog_entries, changelog_translations, idempotency_keys'
+/** Every table of the schema, so that a new table can never be left holding rows that reference a truncated one. */
+export const truncateAll = `truncate ${(Object.values(schema) as unknown[])
+  .filter((value): value is PgTable => is(value, PgTable))
+  .map((table) => getTableName(table))
+  .join(', ')}`
 
 const sameCounts = (a: SeedCounts, b: SeedCounts) => (Object.keys(b) as (keyof SeedCounts)[]).every((k) => Number(a[k]) === b[k])
 
