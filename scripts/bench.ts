@@ -156,11 +156,19 @@ function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, ...extra }
 }
 
+/** The node arguments of `npm start` (after its build step), so the bench runs the server exactly so. */
+function startArgs(): string[] {
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+  const match = /&& node (.+)$/.exec(start)
+  if (!match) throw new Error(`unexpected start script: ${start}`)
+  return match[1]!.split(' ')
+}
+
 async function startApi(name: string, dbEnv: Record<string, string>): Promise<Server> {
   const port = await freePort()
   const server = await startServer({
     name,
-    args: ['dist/src/server.js'],
+    args: startArgs(),
     cwd: root,
     env: serverEnv({ ...dbEnv, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: RATE_LIMIT }),
     port,

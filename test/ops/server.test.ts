@@ -11,7 +11,8 @@ import { specProblems } from '../helpers/spec-check.js'
 const root = new URL('../..', import.meta.url).pathname
 
 // Exactly what `npm start` runs: build dist/, then start the compiled server.
-const START = 'node scripts/build.mjs && node dist/src/server.js'
+const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
+const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
 t.before(() => {
   execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'pipe' })
 })
@@ -24,7 +25,7 @@ t.test('npm start builds dist/ and runs the compiled server, as this test does',
 function start(dataDir: string, port: number): Promise<{ child: ChildProcess; stdout: () => string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' }
   delete env.DATABASE_URL
-  const child = spawn(process.execPath, ['dist/src/server.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, NODE_ARGS, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout!.on('data', (chunk) => (out += chunk))
   child.stderr!.on('data', (chunk) => (out += chunk))
