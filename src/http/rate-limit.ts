@@ -4,8 +4,9 @@
 // budget for all operations together (the plugin's per-route budgets would let a key make the
 // limit on every operation). The key-less portal (pages and feeds) counts per client address
 // with the same budget, so that one client cannot flood it; behind a proxy that hides client
-// addresses, all visitors share it. Public signup has a tighter budget of its own. The probes
-// (/healthz, /readyz, /openapi.*, /docs) are not counted.
+// addresses, all visitors share it. Public signup has a tighter budget of its own, and each
+// operator operation a budget of its own. The probes (/healthz, /readyz, /openapi.*, /docs)
+// are not counted.
 // The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After) are the one family sent.
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -52,6 +53,13 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
  */
 export const signupsPerMinute = (config: Config) => Math.max(1, Math.floor(config.rateLimitPerMinute / 120))
 
-/** A route's own budget where it has one (public signup), else the shared one (undefined). */
-export const ownRateLimit = (config: Config, route: { operationId: string }) =>
-  route.operationId === 'submitBetaSignup' ? { max: signupsPerMinute(config), timeWindow: 60_000 } : undefined
+/**
+ * A route's own budget where it has one, else the shared one (undefined): public signup has a
+ * tighter one, and each operator operation a full one of its own (the operator API is not an
+ * API key's traffic; provisioning must not be slowed by reads or revocations).
+ */
+export function ownRateLimit(config: Config, route: { operationId: string; security: string }) {
+  if (route.operationId === 'submitBetaSignup') return { max: signupsPerMinute(config), timeWindow: 60_000 }
+  if (route.security === 'AdminToken') return { max: config.rateLimitPerMinute, timeWindow: 60_000 }
+  return undefined
+}

@@ -1,7 +1,7 @@
 // Per-key rate limits (contract §7): the IETF draft RateLimit-* headers, a problem+json 429 with
 // Retry-After, budgets that never touch another key, and one budget shared through Redis.
 import t from 'tap'
-import { call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
 
@@ -38,6 +38,21 @@ t.test('one budget per key covers every operation together', async (t) => {
   for (const url of ['/healthz', '/readyz', '/openapi.json']) {
     t.equal((await call(t, app, { url })).status, 200, `${url} is not limited`)
   }
+})
+
+t.test('each operator operation has a budget of its own', async (t) => {
+  const app = await testApp({ rateLimitPerMinute: 2 })
+  const headers = { authorization: `Bearer ${ADMIN_TOKEN}` }
+  const created: string[] = []
+  for (let i = 0; i < 2; i++) {
+    const res = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers, body: { name: `P${i}` } })
+    t.equal(res.status, 201)
+    created.push(res.json.data.id as string)
+  }
+  const over = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers, body: { name: 'P2' } })
+  t.equal(over.status, 429, 'a third create in the minute is over its budget')
+  t.equal(over.json.code, 'rate_limited')
+  t.equal((await call(t, app, { url: `/admin/v1/projects/${created[0]}`, headers })).status, 200, 'reads have their own budget')
 })
 
 t.test('with REDIS_URL two instances share one budget per key', async (t) => {
