@@ -1,9 +1,10 @@
+import type { Repos } from '../db/repos/index.js'
 import type { ProgramFields, ProgramPatch, ProgramRow } from '../db/repos/programs.js'
 import { isId } from '../domain/ids.js'
 import { slugify } from '../domain/slug.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
-import { page, pageRequest } from './pagination.js'
+import { page, pageRequest, type PageQuery, type PageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function programRecord(row: ProgramRow): Schemas['BetaProgram'] {
@@ -31,6 +32,20 @@ export function programId(id: string): string {
 
 
 const programSortKey = (row: ProgramRow) => ({ at: row.created_at, id: row.id })
+
+/**
+ * The page a list under a program (its testers, its feedback) asks for. A query the list cannot
+ * use is a 400, unless the program does not exist: that is a 404 whatever the query holds, as
+ * for every other id.
+ */
+export async function programPageRequest(repos: Repos, projectId: string, program: string, query: PageQuery, scope: string): Promise<PageRequest> {
+  try {
+    return pageRequest(query, 25, scope)
+  } catch (error) {
+    if (!(await repos.programs.get(projectId, program))) throw notFound('beta program')
+    throw error
+  }
+}
 
 const EARLIEST = Date.UTC(1, 0, 1)
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999)

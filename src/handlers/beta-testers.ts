@@ -2,8 +2,8 @@ import type { TesterRow } from '../db/repos/testers.js'
 import { isId } from '../domain/ids.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
-import { programId } from './beta-programs.js'
-import { page, pageRequest, type PageRequest } from './pagination.js'
+import { programId, programPageRequest } from './beta-programs.js'
+import { page } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function testerRecord(row: TesterRow): Schemas['BetaTester'] {
@@ -60,14 +60,7 @@ const testerSortKey = (row: TesterRow) => ({ at: row.invited_at, id: row.id })
 export const listBetaTesters: Handler<'listBetaTesters'> = async ({ params, query, principal }, { repos }) => {
   const program = programId(params.program_id)
   const scope = `testers:${program}:${query.status ?? '*'}`
-  let request: PageRequest
-  try {
-    request = pageRequest(query, 25, scope)
-  } catch (error) {
-    // A missing program is a 404 whatever the query holds, as for every other id.
-    if (!(await repos.programs.get(principal.projectId, program))) throw notFound('beta program')
-    throw error
-  }
+  const request = await programPageRequest(repos, principal.projectId, program, query, scope)
   const rows = await repos.testers.list(principal.projectId, program, { status: query.status, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, testerSortKey, testerRecord) }

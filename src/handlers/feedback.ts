@@ -2,8 +2,8 @@ import type { FeedbackRow } from '../db/repos/feedback.js'
 import { isId } from '../domain/ids.js'
 import { notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
-import { programId } from './beta-programs.js'
-import { page, pageRequest, type PageRequest } from './pagination.js'
+import { programId, programPageRequest } from './beta-programs.js'
+import { page } from './pagination.js'
 import { iso, type Schemas } from './records.js'
 
 export function feedbackRecord(row: FeedbackRow): Schemas['BetaFeedback'] {
@@ -22,14 +22,7 @@ const feedbackSortKey = (row: FeedbackRow) => ({ at: row.created_at, id: row.id 
 export const listBetaFeedback: Handler<'listBetaFeedback'> = async ({ params, query, principal }, { repos }) => {
   const program = programId(params.program_id)
   const scope = `feedback:${program}:${query.tester_id ?? '*'}`
-  let request: PageRequest
-  try {
-    request = pageRequest(query, 25, scope)
-  } catch (error) {
-    // A missing program is a 404 whatever the query holds, as for every other id.
-    if (!(await repos.programs.get(principal.projectId, program))) throw notFound('beta program')
-    throw error
-  }
+  const request = await programPageRequest(repos, principal.projectId, program, query, scope)
   const rows = await repos.feedback.list(principal.projectId, program, { testerId: query.tester_id, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, feedbackSortKey, feedbackRecord) }

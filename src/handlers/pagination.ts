@@ -17,7 +17,7 @@ export interface PageRequest {
   after?: SortKey
 }
 
-interface PageQuery {
+export interface PageQuery {
   limit?: number
   offset?: number
   cursor?: string
