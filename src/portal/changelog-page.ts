@@ -3,7 +3,7 @@
 // escapes it; the one piece inserted as markup is the Markdown body, rendered without raw HTML.
 import type { EntryView } from '../db/repos/changelog.js'
 import { changelogPath } from './feeds.js'
-import { html, page, SafeHtml } from './html.js'
+import { html, htmlDocument, page, SafeHtml } from './html.js'
 import { renderMarkdown } from './markdown.js'
 
 export const DEFAULT_LIMIT = 20
@@ -85,28 +85,21 @@ export function changelogPage(source: ChangelogPageSource): string {
     source.offset > 0
       ? html`<p>No entries on this page. <a href="${pageHref(source, 0)}">See the newest entries</a>.</p>`
       : html`<p>No entries yet.</p>`
-  return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${title}</title>
-<link rel="alternate" type="application/atom+xml" title="${title} (Atom)" href="${atom}">
+  const feeds = html`<link rel="alternate" type="application/atom+xml" title="${title} (Atom)" href="${atom}">
 <link rel="alternate" type="application/feed+json" title="${title} (JSON Feed)" href="${json}">
-<style>${new SafeHtml(STYLE)}</style>
-</head>
-<body>
-<header>
+`
+  return htmlDocument(
+    title,
+    html`<header>
 <h1>${title}</h1>
 <p class="meta">Subscribe: <a href="${atom}" type="application/atom+xml">Atom feed</a> · <a href="${json}" type="application/feed+json">JSON Feed</a></p>
 </header>
 <main>
 ${source.entries.length ? source.entries.map(entryHtml) : empty}
 </main>
-${pagination(source)}</body>
-</html>
-`.value
+${pagination(source)}`,
+    { head: feeds, style: STYLE, indexable: true },
+  )
 }
 
 /** The 404 page: says only that there is no changelog at this address. */

@@ -49,25 +49,34 @@ const STYLE = `
   .meta { opacity: 0.8; }
 `
 
-/** A whole page: `title` is escaped; `body` is markup built with `html`. */
-export function page(title: string, body: SafeHtml): string {
+/**
+ * A whole document: `title` is escaped; `head` (extra head elements) and `body` are markup built
+ * with `html`; `style` replaces the portal's style sheet. Only the public changelog asks search
+ * engines to index it.
+ */
+export function htmlDocument(title: string, body: SafeHtml, options: { head?: SafeHtml; style?: string; indexable?: boolean } = {}): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex">
-<title>${title}</title>
-<style>${new SafeHtml(STYLE)}</style>
+${options.indexable ? '' : html`<meta name="robots" content="noindex">
+`}<title>${title}</title>
+${options.head ?? ''}<style>${new SafeHtml(options.style ?? STYLE)}</style>
 </head>
 <body>
-<main>
 ${body}
-</main>
 </body>
 </html>
 `.value
+}
+
+/** A page of the portal: its body in one <main>. */
+export function page(title: string, body: SafeHtml): string {
+  return htmlDocument(title, html`<main>
+${body}
+</main>`)
 }
 
 export const HTML_TYPE = 'text/html; charset=utf-8'
