@@ -16,7 +16,7 @@ import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { registerIdempotency } from './http/idempotency.js'
-import { registerRateLimit } from './http/rate-limit.js'
+import { RATE_LIMIT_HEADERS, registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
 import { specPath } from './paths.js'
@@ -98,7 +98,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   registerJsonParser(app, BODY_LIMIT)
   registerFormParser(app, BODY_LIMIT)
 
-  app.addHook('onRequest', makeGuard(ctx))
+  const guard = makeGuard(ctx)
+  app.addHook('onRequest', guard.identify)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
@@ -109,8 +110,12 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     )
   })
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = toApiError(error)
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    let problem = toApiError(error)
+    // Refused before the API key was looked up (a key-scoped read, a 429): the key may be the reason (guard.ts).
+    if (problem.status < 500) problem = await guard.settle(request).then(() => problem, toApiError)
+    // A key that does not exist has no budget to report.
+    if (problem.status === 401) for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name)
     if (problem.status >= 500 && problem.code !== 'not_implemented') {
       request.log.error({ err: loggableError(error) }, problem.code)
     }
@@ -138,7 +143,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   registerConditionalRequests(app)
   registerIdempotency(app, ctx)
   await registerRateLimit(app, config)
-  registerRoutes(app, ctx, handlers)
+  // After the rate limit's onRequest hook (route-level hooks run after the app's): see guard.ts.
+  app.addHook('preParsing', guard.authorize)
+  registerRoutes(app, ctx, handlers, guard)
   return app
 }
 

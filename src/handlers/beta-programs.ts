@@ -1,5 +1,6 @@
 import type { Repos } from '../db/repos/index.js'
 import type { ProgramFields, ProgramPatch, ProgramRow } from '../db/repos/programs.js'
+import type { ProjectScope } from '../db/repos/scope.js'
 import { isId } from '../domain/ids.js'
 import { slugify } from '../domain/slug.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
@@ -38,11 +39,11 @@ const programSortKey = (row: ProgramRow) => ({ at: row.created_at, id: row.id })
  * use is a 400, unless the program does not exist: that is a 404 whatever the query holds, as
  * for every other id.
  */
-export async function programPageRequest(repos: Repos, projectId: string, program: string, query: PageQuery, scope: string): Promise<PageRequest> {
+export async function programPageRequest(repos: Repos, project: ProjectScope, program: string, query: PageQuery, scope: string): Promise<PageRequest> {
   try {
     return pageRequest(query, 25, scope)
   } catch (error) {
-    if (!(await repos.programs.get(projectId, program))) throw notFound('beta program')
+    if (!(await repos.programs.get(project, program))) throw notFound('beta program')
     throw error
   }
 }
@@ -78,17 +79,17 @@ export const createBetaProgram: Handler<'createBetaProgram'> = async ({ body, pr
   return { status: 201, body: { data: programRecord(row) }, headers: { location: `/v1/beta/programs/${row.id}` } }
 }
 
-export const getBetaProgram: Handler<'getBetaProgram'> = async ({ params, principal }, { repos }) => {
-  const row = await repos.programs.get(principal.projectId, programId(params.id))
+export const getBetaProgram: Handler<'getBetaProgram'> = async ({ params, project }, { repos }) => {
+  const row = await repos.programs.get(project, programId(params.id))
   if (!row) throw notFound('beta program')
   return { status: 200, body: { data: programRecord(row) } }
 }
 
-export const listBetaPrograms: Handler<'listBetaPrograms'> = async ({ query, principal }, { repos }) => {
+export const listBetaPrograms: Handler<'listBetaPrograms'> = async ({ query, project }, { repos }) => {
   // A cursor carries the filter it was issued under: the same position means another row elsewhere.
   const scope = `programs:${query.status ?? '*'}`
   const request = pageRequest(query, 25, scope)
-  const rows = await repos.programs.list(principal.projectId, { status: query.status, ...request, limit: request.limit + 1 })
+  const rows = await repos.programs.list(project, { status: query.status, ...request, limit: request.limit + 1 })
   return { status: 200, body: page(rows, request, scope, programSortKey, programRecord) }
 }
 

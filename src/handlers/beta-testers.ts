@@ -57,17 +57,17 @@ export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, bo
 
 const testerSortKey = (row: TesterRow) => ({ at: row.invited_at, id: row.id })
 
-export const listBetaTesters: Handler<'listBetaTesters'> = async ({ params, query, principal }, { repos }) => {
+export const listBetaTesters: Handler<'listBetaTesters'> = async ({ params, query, project }, { repos }) => {
   const program = programId(params.program_id)
   const scope = `testers:${program}:${query.status ?? '*'}`
-  const request = await programPageRequest(repos, principal.projectId, program, query, scope)
-  const rows = await repos.testers.list(principal.projectId, program, { status: query.status, ...request, limit: request.limit + 1 })
+  const request = await programPageRequest(repos, project, program, query, scope)
+  const rows = await repos.testers.list(project, program, { status: query.status, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, testerSortKey, testerRecord) }
 }
 
-export const getBetaTester: Handler<'getBetaTester'> = async ({ params, principal }, { repos }) => {
-  const row = await repos.testers.get(principal.projectId, programId(params.program_id), testerId(params.id))
+export const getBetaTester: Handler<'getBetaTester'> = async ({ params, project }, { repos }) => {
+  const row = await repos.testers.get(project, programId(params.program_id), testerId(params.id))
   if (!row) throw notFound('beta tester')
   return { status: 200, body: { data: testerRecord(row) } }
 }

@@ -45,9 +45,9 @@ const location = (id: string) => `/v1/changelog/${id}`
 const CHANGELOG_SCOPE = 'changelog'
 const entrySortKey = (entry: EntryView) => ({ at: entry.published_at!, id: entry.id })
 
-export const listChangelogEntries: Handler<'listChangelogEntries'> = async ({ principal, query }, { repos }) => {
+export const listChangelogEntries: Handler<'listChangelogEntries'> = async ({ project, query }, { repos }) => {
   const request = pageRequest(query, 20, CHANGELOG_SCOPE)
-  const { entries, hasMore } = await repos.changelog.list(principal.projectId, { locale: query.locale, ...request })
+  const { entries, hasMore } = await repos.changelog.list(project, { locale: query.locale, ...request })
   return { status: 200, body: pageOf(entries, hasMore, request, CHANGELOG_SCOPE, entrySortKey, changelogRecord) }
 }
 
@@ -67,8 +67,8 @@ export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ pr
   return { status: 201, body: { data: changelogRecord(entry) }, headers: { location: location(entry.id) } }
 }
 
-export const getChangelogEntry: Handler<'getChangelogEntry'> = async ({ principal, params, query }, { repos }) => {
-  const entry = await repos.changelog.get(principal.projectId, requireEntryId(params.id), query.locale)
+export const getChangelogEntry: Handler<'getChangelogEntry'> = async ({ project, params, query }, { repos }) => {
+  const entry = await repos.changelog.get(project, requireEntryId(params.id), query.locale)
   if (!entry) throw notFound('changelog entry')
   return { status: 200, body: { data: changelogRecord(entry) } }
 }

@@ -19,19 +19,19 @@ export function feedbackRecord(row: FeedbackRow): Schemas['BetaFeedback'] {
 
 const feedbackSortKey = (row: FeedbackRow) => ({ at: row.created_at, id: row.id })
 
-export const listBetaFeedback: Handler<'listBetaFeedback'> = async ({ params, query, principal }, { repos }) => {
+export const listBetaFeedback: Handler<'listBetaFeedback'> = async ({ params, query, project }, { repos }) => {
   const program = programId(params.program_id)
   const scope = `feedback:${program}:${query.tester_id ?? '*'}`
-  const request = await programPageRequest(repos, principal.projectId, program, query, scope)
-  const rows = await repos.feedback.list(principal.projectId, program, { testerId: query.tester_id, ...request, limit: request.limit + 1 })
+  const request = await programPageRequest(repos, project, program, query, scope)
+  const rows = await repos.feedback.list(project, program, { testerId: query.tester_id, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, feedbackSortKey, feedbackRecord) }
 }
 
-export const getBetaFeedback: Handler<'getBetaFeedback'> = async ({ params, principal }, { repos }) => {
+export const getBetaFeedback: Handler<'getBetaFeedback'> = async ({ params, project }, { repos }) => {
   const pid = programId(params.program_id)
   if (!isId('fb', params.id)) throw notFound('feedback')
-  const row = await repos.feedback.get(principal.projectId, pid, params.id)
+  const row = await repos.feedback.get(project, pid, params.id)
   if (!row) throw notFound('feedback')
   return { status: 200, body: { data: feedbackRecord(row) } }
 }

@@ -1,15 +1,30 @@
-// Authentication, the beta feature and the plan are checked here, once, for every route,
-// from the route's tag, security and method. It runs in onRequest, before the body is even
-// read, so the contract's precedence holds: 401, then 403 (beta before plan), then 400.
+// Authentication, the beta feature and the plan are checked here for every route, from the
+// route's tag, security and method, before the body is even read, so the contract's precedence
+// holds: 401, then 403 (beta before plan), then 400. Nothing about a key is cached: operator
+// changes (revocation, plan, beta feature) apply to the very next request, on every instance.
+//
+// It takes two steps. `identify` (onRequest) refuses a missing or malformed key and hashes it;
+// the rate limit then counts the request against that key. `authorize` (preParsing, after the
+// rate limit) looks the key up and applies the gates, except on the reads of /v1
+// (KEY_SCOPED_READS): those read by the key itself (db/repos/scope.ts), so that one statement
+// authenticates and reads. Rows found prove the key live and, under /v1/beta, the beta feature
+// on (reads need no plan). Any other answer given before the key was looked up (an empty page,
+// a 404, a 400, a 429) proves nothing, so `settle` looks the key up first: a dead key is still
+// a 401 and a project without beta still a 403, ahead of everything else.
 import type { FastifyRequest } from 'fastify'
 import type { RouteSpec } from '../../generated/routes.js'
+import type { KeyScope } from '../db/repos/scope.js'
 import { hashApiKey, isApiKeyShape, secretsEqual } from '../domain/secrets.js'
 import { ApiError } from './errors.js'
-import type { AppContext, Principal } from './types.js'
+import { isKeyScopedRead, type AppContext, type Principal } from './types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** The presented API key, hashed: what rate limits count and key-scoped reads read by. */
+    credential?: { keyHash: string }
     principal?: Principal
+    /** On key-scoped reads, the scope the handler reads by. */
+    project?: KeyScope
   }
   interface FastifyContextConfig {
     route?: RouteSpec
@@ -26,21 +41,9 @@ function bearer(request: FastifyRequest): string | undefined {
 }
 
 export function makeGuard(ctx: AppContext) {
-  return async function guard(request: FastifyRequest): Promise<void> {
-    const route = request.routeOptions.config.route
-    if (!route || route.security === 'none') return
-
-    if (route.security === 'AdminToken') {
-      // Without ADMIN_TOKEN the operator API does not exist, exactly like an unknown path.
-      if (!ctx.config.adminToken) throw new ApiError('not_found', 'No such resource.')
-      const token = bearer(request)
-      if (!token || !secretsEqual(token, ctx.config.adminToken)) throw unauthorized('A valid admin token is required.')
-      return
-    }
-
-    const key = bearer(request)
-    if (!key || !isApiKeyShape(key)) throw unauthorized('A valid API key is required: Authorization: Bearer fbk_...')
-    const project = await ctx.repos.projects.findByKeyHash(hashApiKey(key))
+  /** The project of the key, through the gates of `route`; throws 401 or 403. */
+  async function lookUp(route: RouteSpec, keyHash: string): Promise<Principal> {
+    const project = await ctx.repos.projects.findByKeyHash(keyHash)
     if (!project) throw unauthorized('The API key is unknown or revoked.')
     if (route.tag === 'beta' && !project.beta_enabled) {
       throw new ApiError('beta_disabled', 'The beta feature is not enabled for this project.')
@@ -48,6 +51,44 @@ export function makeGuard(ctx: AppContext) {
     if (WRITE_METHODS.has(route.method) && project.plan !== 'pro') {
       throw new ApiError('plan_required', 'Writes need the Pro plan.')
     }
-    request.principal = { projectId: project.id, keyId: project.key_id, plan: project.plan, betaEnabled: project.beta_enabled }
+    return { projectId: project.id, plan: project.plan, betaEnabled: project.beta_enabled }
+  }
+
+  return {
+    async identify(request: FastifyRequest): Promise<void> {
+      const route = request.routeOptions.config.route
+      if (!route || route.security === 'none') return
+
+      if (route.security === 'AdminToken') {
+        // Without ADMIN_TOKEN the operator API does not exist, exactly like an unknown path.
+        if (!ctx.config.adminToken) throw new ApiError('not_found', 'No such resource.')
+        const token = bearer(request)
+        if (!token || !secretsEqual(token, ctx.config.adminToken)) throw unauthorized('A valid admin token is required.')
+        return
+      }
+
+      const key = bearer(request)
+      if (!key || !isApiKeyShape(key)) throw unauthorized('A valid API key is required: Authorization: Bearer fbk_...')
+      request.credential = { keyHash: hashApiKey(key) }
+    },
+
+    async authorize(request: FastifyRequest): Promise<void> {
+      const route = request.routeOptions.config.route
+      if (!route || !request.credential) return
+      if (isKeyScopedRead(route.operationId)) request.project = { keyHash: request.credential.keyHash, beta: route.tag === 'beta' }
+      else request.principal = await lookUp(route, request.credential.keyHash)
+    },
+
+    /**
+     * Before an answer that does not prove the key (an empty page of a key-scoped read, or a 4xx
+     * before the key was looked up): throws 401 or 403 when the key is why. Looks up once a request.
+     */
+    async settle(request: FastifyRequest): Promise<void> {
+      const route = request.routeOptions.config.route
+      if (!route || !request.credential || request.principal) return
+      request.principal = await lookUp(route, request.credential.keyHash)
+    },
   }
 }
+
+export type Guard = ReturnType<typeof makeGuard>

@@ -1,8 +1,10 @@
 // Per-key rate limits by @fastify/rate-limit: in memory on one instance, in Redis when
-// REDIS_URL is set so that several instances share one budget. Authenticated operations are
-// limited after the guard, so they count per API key (by its id, never the key itself), one
-// budget for all operations together (the plugin's per-route budgets would let a key make the
-// limit on every operation). The key-less portal (pages and feeds) counts per client address
+// REDIS_URL is set so that several instances share one budget. Operations secured by an API key
+// count per key presented (by its SHA-256, never the key itself), after the guard has checked its
+// shape and before it looks the key up (see guard.ts: a key-scoped read looks it up in its own
+// statement), one budget for all operations together (the plugin's per-route budgets would let a
+// key make the limit on every operation). A key past its budget is looked up before the 429, so
+// an unknown key is still a 401 and a disabled feature still a 403. The key-less portal (pages and feeds) counts per client address
 // with the same budget, so that one client cannot flood it; behind a proxy that hides client
 // addresses, all visitors share it. Public signup has a tighter budget of its own, and each
 // operator operation a budget of its own. The probes (/healthz, /readyz, /openapi.*, /docs)
@@ -13,6 +15,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from './errors.js'
+
+/** What the plugin sets on a counted request (Retry-After only beyond the budget). */
+export const RATE_LIMIT_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after']
 
 const isPublic = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
 const isOperator = (request: FastifyRequest) => request.routeOptions.config.route?.security === 'AdminToken'
@@ -35,13 +40,13 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
     global: true,
     max: config.rateLimitPerMinute,
     timeWindow: 60_000,
-    allowList: (request) => !request.principal && !isPublic(request) && !isOperator(request),
+    allowList: (request) => !request.credential && !isPublic(request) && !isOperator(request),
     enableDraftSpec: true,
     // An unreachable Redis must not take the API down: requests pass unlimited meanwhile.
     skipOnError: true,
     nameSpace: 'feedback-rl:',
     ...(redis ? { redis } : {}),
-    keyGenerator: (request) => (request.principal ? `key:${request.principal.keyId}` : isPublic(request) ? `ip:${request.ip}` : 'admin'),
+    keyGenerator: (request) => (request.credential ? `key:${request.credential.keyHash}` : isPublic(request) ? `ip:${request.ip}` : 'admin'),
     errorResponseBuilder: (request, context) =>
       new ApiError('rate_limited', `More than ${context.max} requests a minute ${isPublic(request) ? 'from this address' : 'with this key'}; retry in ${context.after}.`),
   })

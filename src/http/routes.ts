@@ -3,12 +3,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
+import type { Guard } from './guard.js'
 import { ownRateLimit } from './rate-limit.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
 
 const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
 
-export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: HandlerMap): void {
+/** A page with no rows: on a key-scoped read, no proof that the key is live (see guard.ts). */
+const isEmptyPage = (body: unknown) => Array.isArray((body as { data?: unknown } | undefined)?.data) && (body as { data: unknown[] }).data.length === 0
+
+export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: HandlerMap, guard: Guard): void {
   for (const route of routes) {
     if (isPluginOperation(route.operationId)) continue
     // Each handler is typed by its own operation; here they are all called alike.
@@ -32,6 +36,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
+        if (isEmptyPage(result.body)) await guard.settle(request)
         if (result.headers) reply.headers(result.headers)
         reply.code(result.status)
         return result.status === 204 || result.status === 304 ? reply.send() : reply.send(result.body)

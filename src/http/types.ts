@@ -7,6 +7,7 @@ import type { OperationId } from '../../generated/routes.js'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import type { Repos } from '../db/repos/index.js'
+import type { KeyScope } from '../db/repos/scope.js'
 
 export type { OperationId }
 type Op<K extends OperationId> = operations[K]
@@ -41,23 +42,47 @@ export type Reply<K extends OperationId> = {
 /** The project an API key belongs to, as the guard found it for this request. */
 export interface Principal {
   projectId: string
-  /** The API key used, so that rate limits apply per key. */
-  keyId: string
   plan: 'free' | 'pro'
   betaEnabled: boolean
 }
 
-export interface ApiRequest<K extends OperationId> {
+/**
+ * The reads of /v1 (all its GETs): they read by the API key itself, which authenticates them in
+ * their own statement (see guard.ts). Only reads belong here: the plan is not checked for them.
+ */
+export const KEY_SCOPED_READS = [
+  'listBetaPrograms',
+  'getBetaProgram',
+  'listBetaTesters',
+  'getBetaTester',
+  'listBetaFeedback',
+  'getBetaFeedback',
+  'listChangelogEntries',
+  'getChangelogEntry',
+] as const satisfies readonly OperationId[]
+export type KeyScopedRead = (typeof KEY_SCOPED_READS)[number]
+const keyScopedReads: ReadonlySet<OperationId> = new Set(KEY_SCOPED_READS)
+export const isKeyScopedRead = (id: OperationId): id is KeyScopedRead => keyScopedReads.has(id)
+
+interface RequestParts<K extends OperationId> {
   id: string
   params: PathParams<K>
   query: Query<K>
   body: Body<K>
   /** The request headers, for the operations that document header parameters (conditional GETs). */
   headers: IncomingHttpHeaders
-  /** Set on every operation secured by an API key; undefined on admin and ops operations. */
-  principal: Principal
   log: FastifyBaseLogger
 }
+
+/** Whose data the operation may touch: a key-scoped read reads by the key; other operations get the key's project. */
+type Authenticated<K extends OperationId> = K extends KeyScopedRead
+  ? { project: KeyScope }
+  : {
+      /** Set on every other operation secured by an API key; undefined on admin, ops and portal operations. */
+      principal: Principal
+    }
+
+export type ApiRequest<K extends OperationId> = RequestParts<K> & Authenticated<K>
 
 export interface AppContext {
   config: Config

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
+import { hashApiKey } from '../../src/domain/secrets.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { explainPlan, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
 
@@ -97,13 +98,17 @@ t.test('the list query is served by changelog_entries_project_published_idx, sor
   const repo = makeRepos(db).changelog
   const after = { at: new Date('2025-01-01T00:00:00.000Z'), id: 'ch_zzzzzzzzzzzzzzzzzzzzz' }
 
-  for (const locale of [undefined, 'pt-BR']) {
-    for (const position of [{ offset: 0 }, { offset: 10000 }, { offset: 0, after }]) {
-      const what = `locale ${locale}, ${position.after ? 'cursor' : `offset ${position.offset}`}`
-      const plan = await explainPlan(repo.listQuery(projectId, { locale, limit: 20, ...position }))
-      t.match(plan, /Index (Only )?Scan using changelog_entries_project_published_idx/, `uses the index (${what})`)
-      t.notOk(sortsBeyondAPage(plan), `sorts only the page (${what})`)
-      if (position.after) t.match(plan, /Index Cond: .*ROW\(published_at, id\) < ROW\(/, `the cursor is an index condition, not a filter (${what})`)
+  // By the project's id (the portal), and by the API key itself (GET /v1/changelog).
+  for (const scope of [projectId, { keyHash: hashApiKey(key), beta: false }]) {
+    for (const locale of [undefined, 'pt-BR']) {
+      for (const position of [{ offset: 0 }, { offset: 10000 }, { offset: 0, after }]) {
+        const what = `${typeof scope === 'string' ? 'by id' : 'by key'}, locale ${locale}, ${position.after ? 'cursor' : `offset ${position.offset}`}`
+        const plan = await explainPlan(repo.listQuery(scope, { locale, limit: 20, ...position }))
+        t.match(plan, /Index (Only )?Scan using changelog_entries_project_published_idx/, `uses the index (${what})`)
+        t.notOk(sortsBeyondAPage(plan), `sorts only the page (${what})`)
+        if (position.after) t.match(plan, /Index Cond: .*ROW\(published_at, id\) < ROW\(/, `the cursor is an index condition, not a filter (${what})`)
+        if (typeof scope !== 'string') t.match(plan, /Index Scan using api_keys_key_hash_key/, `the key is found by its index (${what})`)
+      }
     }
   }
 })

@@ -40,6 +40,24 @@ t.test('one budget per key covers every operation together', async (t) => {
   }
 })
 
+t.test('a request counts against the key it presents; past the budget, 401 and 403 still come first', async (t) => {
+  const app = await testApp({ rateLimitPerMinute: 2 })
+  const unknown = `fbk_${'u'.repeat(40)}`
+  const noBeta = await createProject({ beta: false })
+  const live = await createProject()
+  for (let i = 1; i <= 4; i++) {
+    const res = await call(t, app, { url: '/v1/changelog', key: unknown })
+    t.same([res.status, res.json.code], [401, 'unauthorized'], `unknown key, request ${i}`)
+    t.notOk(res.headers['ratelimit-limit'] ?? res.headers['retry-after'], 'a key that does not exist has no budget to report')
+    const beta = await call(t, app, { url: '/v1/beta/programs', key: noBeta.key })
+    t.same([beta.status, beta.json.code], [403, 'beta_disabled'], `project without beta, request ${i}`)
+  }
+  t.equal((await call(t, app, { url: '/v1/changelog', key: noBeta.key })).status, 429, "the project without beta spent its key's budget")
+  const statuses: number[] = []
+  for (let i = 0; i < 3; i++) statuses.push((await call(t, app, { url: '/v1/changelog', key: live.key })).status)
+  t.same(statuses, [200, 200, 429], 'another key keeps its whole budget')
+})
+
 t.test('each operator operation has a budget of its own', async (t) => {
   const app = await testApp({ rateLimitPerMinute: 2 })
   const headers = { authorization: `Bearer ${ADMIN_TOKEN}` }

@@ -6,6 +6,7 @@ import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
 import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
+import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type ProjectIdInput, type ProjectScope, type ScopeShape } from './scope.js'
 import { changelog_entries, changelog_translations } from '../schema.js'
 
 export type EntryRow = typeof changelog_entries.$inferSelect
@@ -44,7 +45,7 @@ export interface ListOptions extends PageOptions {
 }
 
 interface ListInput extends PageInput {
-  projectId: Input<string>
+  projectId: ProjectIdInput
   localeKey?: Input<string>
 }
 
@@ -68,7 +69,7 @@ const toView = (entry: EntryRow, translation?: Pick<TranslationRow, 'title' | 'b
 export function changelogRepo(db: Database) {
   const e = changelog_entries
   const t = changelog_translations
-  const scoped = (projectId: Input<string>, id: Input<string>) => and(eq(e.project_id, projectId), eq(e.id, id))
+  const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(e.project_id, projectId), eq(e.id, id))
 
   const view = {
     id: e.id,
@@ -116,46 +117,49 @@ export function changelogRepo(db: Database) {
   }
 
   /** One entry of the project, in the translation `localeKey` names when it has one. */
-  const getQuery = (projectId: Input<string>, id: Input<string>, key: Input<string> | undefined) =>
+  const getQuery = (projectId: ProjectIdInput, id: Input<string>, key: Input<string> | undefined) =>
     db.select(view).from(e).leftJoin(t, translationOf(key)).where(scoped(projectId, id))
 
-  const listInput = (projectId: string, options: ListOptions): ListInput => ({
-    projectId,
+  const listValues = (options: ListOptions): Omit<ListInput, 'projectId'> => ({
     localeKey: options.locale === undefined ? undefined : localeKey(options.locale),
     ...pageValues({ ...options, limit: options.limit + 1 }),
   })
 
   // Hot reads: built once per shape, run as prepared statements.
   const p = sql.placeholder
-  type ListShape = `${'base' | 'locale'}_${'offset' | 'after'}`
-  const preparedList = preparedOnce((shape: ListShape) =>
+  interface ListShape extends Record<string, string> {
+    locale: 'base' | 'locale'
+    page: 'offset' | 'after'
+    scope: ScopeShape
+  }
+  const preparedList = preparedOnce('changelog_list', (shape: ListShape, name) =>
     listQuery({
-      projectId: p('projectId'),
-      localeKey: shape.startsWith('locale') ? p('localeKey') : undefined,
-      ...pagePlaceholders(shape.endsWith('after')),
-    }).prepare(`changelog_list_${shape}`),
+      projectId: projectIdPlaceholder(shape.scope),
+      localeKey: shape.locale === 'locale' ? p('localeKey') : undefined,
+      ...pagePlaceholders(shape.page === 'after'),
+    }).prepare(name),
   )
-  const preparedGet = preparedOnce((shape: 'base' | 'locale') =>
-    getQuery(p('projectId'), p('id'), shape === 'locale' ? p('localeKey') : undefined).prepare(`changelog_get_${shape}`),
+  const preparedGet = preparedOnce('changelog_get', (shape: { locale: 'base' | 'locale'; scope: ScopeShape }, name) =>
+    getQuery(projectIdPlaceholder(shape.scope), p('id'), shape.locale === 'locale' ? p('localeKey') : undefined).prepare(name),
   )
 
   return {
     /** The list query with values, for EXPLAIN (and the benchmark's SQL). */
-    listQuery: (projectId: string, options: ListOptions) => listQuery(listInput(projectId, options)),
+    listQuery: (scope: ProjectScope, options: ListOptions) => listQuery({ projectId: projectIdOf(scope), ...listValues(options) }),
     /** The read of one entry with values, for the benchmark's SQL. */
-    getQuery: (projectId: string, id: string) => getQuery(projectId, id, undefined),
+    getQuery: (scope: ProjectScope, id: string) => getQuery(projectIdOf(scope), id, undefined),
 
-    async list(projectId: string, options: ListOptions): Promise<{ entries: EntryView[]; hasMore: boolean }> {
-      const input = listInput(projectId, options)
-      const shape: ListShape = `${input.localeKey === undefined ? 'base' : 'locale'}_${input.after ? 'after' : 'offset'}`
-      const rows = await preparedList(shape).execute({ projectId, localeKey: input.localeKey, ...pageParameters(input) })
+    async list(scope: ProjectScope, options: ListOptions): Promise<{ entries: EntryView[]; hasMore: boolean }> {
+      const input = listValues(options)
+      const shape: ListShape = { locale: input.localeKey === undefined ? 'base' : 'locale', page: input.after ? 'after' : 'offset', scope: scopeShape(scope) }
+      const rows = await preparedList(shape).execute({ ...scopeParameters(scope), localeKey: input.localeKey, ...pageParameters(input) })
       return { entries: rows.slice(0, options.limit), hasMore: rows.length > options.limit }
     },
 
     /** Any entry of the project, whatever its publishing state. */
-    async get(projectId: string, id: string, locale?: string): Promise<EntryView | undefined> {
-      const shape = locale === undefined ? 'base' : 'locale'
-      const [row] = await preparedGet(shape).execute({ projectId, id, localeKey: locale === undefined ? undefined : localeKey(locale) })
+    async get(scope: ProjectScope, id: string, locale?: string): Promise<EntryView | undefined> {
+      const statement = preparedGet({ locale: locale === undefined ? 'base' : 'locale', scope: scopeShape(scope) })
+      const [row] = await statement.execute({ ...scopeParameters(scope), id, localeKey: locale === undefined ? undefined : localeKey(locale) })
       return row
     },
 

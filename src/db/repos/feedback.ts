@@ -3,6 +3,7 @@ import { newId } from '../../domain/ids.js'
 import type { Database } from '../client.js'
 import { beta_feedback, beta_programs } from '../schema.js'
 import { descNullsLast } from './order.js'
+import { projectIdOf, type ProjectScope } from './scope.js'
 
 export type FeedbackRow = typeof beta_feedback.$inferSelect
 
@@ -15,19 +16,20 @@ interface ListOptions {
 }
 
 export function feedbackRepo(db: Database) {
-  const scoped = (projectId: string, programId: string) => and(eq(beta_feedback.project_id, projectId), eq(beta_feedback.beta_program_id, programId))
+  const scoped = (scope: ProjectScope, programId: string) =>
+    and(eq(beta_feedback.project_id, projectIdOf(scope)), eq(beta_feedback.beta_program_id, programId))
 
   /**
    * The page query, newest first, in the order of beta_feedback_program_idx, or of
    * beta_feedback_tester_created_idx with a tester filter (an EXPLAIN test holds both).
    */
-  const listQuery = (projectId: string, programId: string, options: ListOptions) =>
+  const listQuery = (scope: ProjectScope, programId: string, options: ListOptions) =>
     db
       .select()
       .from(beta_feedback)
       .where(
         and(
-          scoped(projectId, programId),
+          scoped(scope, programId),
           options.testerId ? eq(beta_feedback.beta_tester_id, options.testerId) : undefined,
           options.after
             ? sql`(${beta_feedback.created_at}, ${beta_feedback.id}) < (${options.after.at.toISOString()}::timestamptz, ${options.after.id})`
@@ -42,21 +44,21 @@ export function feedbackRepo(db: Database) {
     listQuery,
 
     /** `limit` rows from `offset` (the caller asks for one more than a page); undefined when the program is not the project's. */
-    async list(projectId: string, programId: string, options: ListOptions): Promise<FeedbackRow[] | undefined> {
-      const rows = await listQuery(projectId, programId, options)
+    async list(scope: ProjectScope, programId: string, options: ListOptions): Promise<FeedbackRow[] | undefined> {
+      const rows = await listQuery(scope, programId, options)
       if (rows.length > 0) return rows
       const [program] = await db
         .select({ id: beta_programs.id })
         .from(beta_programs)
-        .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId)))
+        .where(and(eq(beta_programs.project_id, projectIdOf(scope)), eq(beta_programs.id, programId)))
       return program ? rows : undefined
     },
 
-    async get(projectId: string, programId: string, id: string): Promise<FeedbackRow | undefined> {
+    async get(scope: ProjectScope, programId: string, id: string): Promise<FeedbackRow | undefined> {
       const [row] = await db
         .select()
         .from(beta_feedback)
-        .where(and(scoped(projectId, programId), eq(beta_feedback.id, id)))
+        .where(and(scoped(scope, programId), eq(beta_feedback.id, id)))
       return row
     },
 

@@ -6,6 +6,7 @@ import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
 import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
+import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type ProjectIdInput, type ProjectScope, type ScopeShape } from './scope.js'
 import { beta_programs } from '../schema.js'
 
 export type ProgramRow = typeof beta_programs.$inferSelect
@@ -25,7 +26,7 @@ export interface ListOptions extends PageOptions {
 }
 
 interface ListInput extends PageInput {
-  projectId: Input<string>
+  projectId: ProjectIdInput
   status?: Input<ProgramStatus>
 }
 
@@ -34,7 +35,7 @@ interface ListInput extends PageInput {
 const SLUG_ATTEMPTS = 50
 
 export function programsRepo(db: Database) {
-  const scoped = (projectId: Input<string>, id: Input<string>) => and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, id))
+  const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, id))
 
   async function takenSlugs(projectId: string, base: string): Promise<Set<string>> {
     // `base` is [a-z0-9-] only, so it holds no LIKE wildcard to escape.
@@ -46,10 +47,12 @@ export function programsRepo(db: Database) {
   }
 
   const p = sql.placeholder
-  const preparedGet = db.select().from(beta_programs).where(scoped(p('projectId'), p('id'))).prepare('program_get')
+  const preparedGet = preparedOnce('program_get', (shape: { scope: ScopeShape }, name) =>
+    db.select().from(beta_programs).where(scoped(projectIdPlaceholder(shape.scope), p('id'))).prepare(name),
+  )
 
-  async function get(projectId: string, id: string): Promise<ProgramRow | undefined> {
-    const [row] = await preparedGet.execute({ projectId, id })
+  async function get(scope: ProjectScope, id: string): Promise<ProgramRow | undefined> {
+    const [row] = await preparedGet({ scope: scopeShape(scope) }).execute({ ...scopeParameters(scope), id })
     return row
   }
 
@@ -69,15 +72,19 @@ export function programsRepo(db: Database) {
       .limit(input.limit)
       .offset(input.offset)
 
-  const listInput = (projectId: string, options: ListOptions): ListInput => ({ projectId, status: options.status, ...pageValues(options) })
+  const listValues = (options: ListOptions): Omit<ListInput, 'projectId'> => ({ status: options.status, ...pageValues(options) })
 
-  type ListShape = `${'all' | 'status'}_${'offset' | 'after'}`
-  const preparedList = preparedOnce((shape: ListShape) =>
+  interface ListShape extends Record<string, string> {
+    status: 'all' | 'status'
+    page: 'offset' | 'after'
+    scope: ScopeShape
+  }
+  const preparedList = preparedOnce('program_list', (shape: ListShape, name) =>
     listQuery({
-      projectId: p('projectId'),
-      status: shape.startsWith('status') ? p('status') : undefined,
-      ...pagePlaceholders(shape.endsWith('after')),
-    }).prepare(`program_list_${shape}`),
+      projectId: projectIdPlaceholder(shape.scope),
+      status: shape.status === 'status' ? p('status') : undefined,
+      ...pagePlaceholders(shape.page === 'after'),
+    }).prepare(name),
   )
 
   return {
@@ -106,13 +113,13 @@ export function programsRepo(db: Database) {
     get,
 
     /** The list query with values, for EXPLAIN. */
-    listQuery: (projectId: string, options: ListOptions) => listQuery(listInput(projectId, options)),
+    listQuery: (scope: ProjectScope, options: ListOptions) => listQuery({ projectId: projectIdOf(scope), ...listValues(options) }),
 
     /** `limit` rows from `offset` or after a row, newest first; the caller asks for one more than a page. */
-    list(projectId: string, options: ListOptions): Promise<ProgramRow[]> {
-      const input = listInput(projectId, options)
-      const shape: ListShape = `${input.status === undefined ? 'all' : 'status'}_${input.after ? 'after' : 'offset'}`
-      return preparedList(shape).execute({ projectId, status: input.status, ...pageParameters(input) })
+    list(scope: ProjectScope, options: ListOptions): Promise<ProgramRow[]> {
+      const input = listValues(options)
+      const shape: ListShape = { status: input.status === undefined ? 'all' : 'status', page: input.after ? 'after' : 'offset', scope: scopeShape(scope) }
+      return preparedList(shape).execute({ ...scopeParameters(scope), status: input.status, ...pageParameters(input) })
     },
 
     /**

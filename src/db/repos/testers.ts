@@ -5,6 +5,7 @@ import { newTesterToken } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
 import { descNullsLast } from './order.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
+import { projectIdOf, type ProjectScope } from './scope.js'
 import { beta_programs, beta_testers } from '../schema.js'
 
 export type TesterRow = typeof beta_testers.$inferSelect
@@ -27,25 +28,25 @@ interface ListOptions extends PageOptions {
 const ENROLL_ATTEMPTS = 3
 
 export function testersRepo(db: Database) {
-  const programOfProject = (projectId: string, programId: string) =>
+  const programOfProject = (scope: ProjectScope, programId: string) =>
     db
       .select({ id: beta_programs.id })
       .from(beta_programs)
-      .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId)))
+      .where(and(eq(beta_programs.project_id, projectIdOf(scope)), eq(beta_programs.id, programId)))
 
   // Testers are reached only through a program of the project, in the same statement.
-  const inProgram = (projectId: string, programId: string) =>
-    and(eq(beta_testers.beta_program_id, programId), exists(programOfProject(projectId, programId)))
-  const ofProgram = (projectId: string, programId: string, id: string) => and(eq(beta_testers.id, id), inProgram(projectId, programId))
+  const inProgram = (scope: ProjectScope, programId: string) =>
+    and(eq(beta_testers.beta_program_id, programId), exists(programOfProject(scope, programId)))
+  const ofProgram = (scope: ProjectScope, programId: string, id: string) => and(eq(beta_testers.id, id), inProgram(scope, programId))
 
   /** The page query, in the order of beta_testers_program_invited_idx (an EXPLAIN test holds it). */
-  const listQuery = (projectId: string, programId: string, options: ListOptions) =>
+  const listQuery = (scope: ProjectScope, programId: string, options: ListOptions) =>
     db
       .select()
       .from(beta_testers)
       .where(
         and(
-          inProgram(projectId, programId),
+          inProgram(scope, programId),
           options.status ? eq(beta_testers.status, options.status) : undefined,
           rowsAfter(beta_testers.invited_at, beta_testers.id, pageValues(options).after),
         ),
@@ -113,15 +114,15 @@ export function testersRepo(db: Database) {
      * `limit` rows from `offset`, most recently invited first (the caller asks for one more
      * than a page); undefined when the program is not the project's.
      */
-    async list(projectId: string, programId: string, options: ListOptions): Promise<TesterRow[] | undefined> {
-      const rows = await listQuery(projectId, programId, options)
+    async list(scope: ProjectScope, programId: string, options: ListOptions): Promise<TesterRow[] | undefined> {
+      const rows = await listQuery(scope, programId, options)
       if (rows.length > 0) return rows
       // An empty page of a real program, or no such program: only then is a second query needed.
-      return (await programOfProject(projectId, programId)).length > 0 ? rows : undefined
+      return (await programOfProject(scope, programId)).length > 0 ? rows : undefined
     },
 
-    async get(projectId: string, programId: string, id: string): Promise<TesterRow | undefined> {
-      const [row] = await db.select().from(beta_testers).where(ofProgram(projectId, programId, id))
+    async get(scope: ProjectScope, programId: string, id: string): Promise<TesterRow | undefined> {
+      const [row] = await db.select().from(beta_testers).where(ofProgram(scope, programId, id))
       return row
     },
 
