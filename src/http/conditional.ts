@@ -2,11 +2,11 @@
 // carries a strong ETag computed from the exact bytes sent, `If-None-Match` on a GET answers
 // 304, and `If-Match` on a PATCH or DELETE answers 412 when the resource changed since the
 // client read it. The tag is a hash of the representation, so no table needs a version column.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from './errors.js'
 
-export const entityTag = (payload: string): string => `"${createHash('sha256').update(payload).digest('base64url').slice(0, 27)}"`
+export const entityTag = (payload: string): string => `"${hash('sha256', payload, 'base64url').slice(0, 27)}"`
 
 /** Whether an If-None-Match / If-Match header value names `etag` (weak comparison for the former). */
 function listMatches(header: string | undefined, etag: string, weak: boolean): boolean {
