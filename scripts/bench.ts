@@ -404,13 +404,7 @@ async function main() {
       { key: 'get', name: 'GET changelog entry', target: 'pglite', request: get(`/v1/changelog/${pgliteEntry}`) },
       { key: 'program', name: 'GET beta program', target: 'pglite', request: get(`/v1/beta/programs/${PROGRAM_ID}`) },
       { key: 'list0', name: 'list changelog, offset 0', target: 'pglite', request: get('/v1/changelog?limit=20&offset=0') },
-      {
-      key: 'cursor100k',
-      name: `list changelog, cursor at ${lastPage.toLocaleString('en-US').replace(/,/g, ' ')} (the same last page, by keyset)`,
-      target: 'api',
-      request: get(`/v1/changelog?limit=20&cursor=${deepCursor}`),
-    },
-    { key: 'testers', name: 'list testers, offset 0', target: 'pglite', request: get(`/v1/beta/programs/${PROGRAM_ID}/testers?limit=20&offset=0`) },
+      { key: 'testers', name: 'list testers, offset 0', target: 'pglite', request: get(`/v1/beta/programs/${PROGRAM_ID}/testers?limit=20&offset=0`) },
     ].filter((s) => !only || only.test(s.name) || only.test(s.key)) as Scenario[]
 
     const pglite = await startApi('api-pglite', { DATA_DIR: pgliteDir })
