@@ -1,7 +1,6 @@
 // One Database type over two drivers: postgres.js when DATABASE_URL is set, the embedded
 // PGlite otherwise. Both speak the same SQL, so the repositories do not know which it is.
 import { mkdir } from 'node:fs/promises'
-import { PGlite } from '@electric-sql/pglite'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
@@ -9,6 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
+import { PreparedPGlite } from './pglite-prepared.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema.js'
@@ -83,7 +83,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   // PGlite runs PostgreSQL's default 128 MB of shared buffers inside this process; its data
   // files already sit in the OS page cache, so 32 MB costs nothing measurable and keeps the
   // server about 90 MB smaller (measured on a reopened data directory: 282 → 199 MB).
-  const client = new PGlite(options.dataDir, { postgresqlconf: ['shared_buffers=32MB'] })
+  const client = new PreparedPGlite(options.dataDir, { postgresqlconf: ['shared_buffers=32MB'] })
   const db = drizzlePglite(client, { schema }) as unknown as Database
   return {
     db,
