@@ -3,6 +3,7 @@
 // rows must not leave those rows, or its error, to the next query on that connection. Without
 // the patch the API answered a valid key with 401 (the key lookup got a sparse result) or 500
 // while connections were being killed. One connection (max: 1) makes both cases deterministic.
+import { readFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import t from 'tap'
@@ -43,4 +44,19 @@ t.test('a connection killed in the middle of a result: the next query on the rec
   t.same([...next], [{ one: 1 }], 'the next query gets its own row, not the killed query\'s rows or error')
   const again = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid
   t.not(again, pid, 'on a new backend')
+})
+
+t.test("postgres.js's connection queues stay correct, and searched from their live part, under steady pipelined load", async (t) => {
+  // The patch: a connection moves between queues on every query; remove() searched every hole
+  // shift() had left since the queue was last empty (5 % of a GET's CPU at 7 000 requests a
+  // second, and growing) and the array was never compacted.
+  const source = new URL('../../node_modules/postgres/src/queue.js', import.meta.url)
+  const { default: Queue } = (await import(source.href)) as { default: <T>(initial?: T[]) => { length: number; push(x: T): T; shift(): T; remove(x: T): T | null } }
+  const busy = Queue<string>(['a', 'b', 'c'])
+  for (let i = 0; i < 5000; i++) busy.push(busy.shift()) // round robin, as the pool does
+  t.equal(busy.length, 3)
+  t.equal(busy.remove('b'), 'b', 'an element is found after thousands of moves')
+  t.equal(busy.remove('b'), null, 'and only once')
+  t.same([busy.shift(), busy.shift(), busy.length], ['c', 'a', 0], 'the order holds across compactions (5000 turns of three: c, a, b)')
+  t.match(await readFile(source, 'utf8'), /xs\.indexOf\(x, index\)/, 'the ESM build Node loads carries the patch')
 })
