@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
 import type { Guard } from './guard.js'
+import { serializerSchema } from './serialization.js'
 import { ownRateLimit } from './rate-limit.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
 
@@ -32,7 +33,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
         querystring: route.schema.querystring,
         ...(route.schema.body ? { body: route.schema.body } : {}),
         // Response schemas compile the serializer; tests validate responses against the spec.
-        response: route.schema.response,
+        response: Object.fromEntries(Object.entries(route.schema.response).map(([status, schema]) => [status, serializerSchema(schema)])),
       },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
