@@ -20,8 +20,8 @@ import { isKeyScopedRead, type AppContext, type Principal } from './types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The presented API key, hashed: what rate limits count and key-scoped reads read by. */
-    credential?: { keyHash: string }
+    /** The presented API key, hashed (what rate limits count and key-scoped reads read by), and whether it was looked up. */
+    credential?: { keyHash: string; lookedUp: boolean }
     principal?: Principal
     /** On key-scoped reads, the scope the handler reads by. */
     project?: KeyScope
@@ -42,8 +42,9 @@ function bearer(request: FastifyRequest): string | undefined {
 
 export function makeGuard(ctx: AppContext) {
   /** The project of the key, through the gates of `route`; throws 401 or 403. */
-  async function lookUp(route: RouteSpec, keyHash: string): Promise<Principal> {
-    const project = await ctx.repos.projects.findByKeyHash(keyHash)
+  async function lookUp(route: RouteSpec, credential: NonNullable<FastifyRequest['credential']>): Promise<Principal> {
+    const project = await ctx.repos.projects.findByKeyHash(credential.keyHash)
+    credential.lookedUp = true
     if (!project) throw unauthorized('The API key is unknown or revoked.')
     if (route.tag === 'beta' && !project.beta_enabled) {
       throw new ApiError('beta_disabled', 'The beta feature is not enabled for this project.')
@@ -69,14 +70,14 @@ export function makeGuard(ctx: AppContext) {
 
       const key = bearer(request)
       if (!key || !isApiKeyShape(key)) throw unauthorized('A valid API key is required: Authorization: Bearer fbk_...')
-      request.credential = { keyHash: hashApiKey(key) }
+      request.credential = { keyHash: hashApiKey(key), lookedUp: false }
     },
 
     async authorize(request: FastifyRequest): Promise<void> {
       const route = request.routeOptions.config.route
       if (!route || !request.credential) return
       if (isKeyScopedRead(route.operationId)) request.project = { keyHash: request.credential.keyHash, beta: route.tag === 'beta' }
-      else request.principal = await lookUp(route, request.credential.keyHash)
+      else request.principal = await lookUp(route, request.credential)
     },
 
     /**
@@ -85,8 +86,8 @@ export function makeGuard(ctx: AppContext) {
      */
     async settle(request: FastifyRequest): Promise<void> {
       const route = request.routeOptions.config.route
-      if (!route || !request.credential || request.principal) return
-      request.principal = await lookUp(route, request.credential.keyHash)
+      if (!route || !request.credential || request.credential.lookedUp) return
+      request.principal = await lookUp(route, request.credential)
     },
   }
 }
