@@ -52,7 +52,7 @@ export function makeGuard(ctx: AppContext) {
     if (WRITE_METHODS.has(route.method) && project.plan !== 'pro') {
       throw new ApiError('plan_required', 'Writes need the Pro plan.')
     }
-    return { projectId: project.id, plan: project.plan, betaEnabled: project.beta_enabled }
+    return { projectId: project.id }
   }
 
   return {

@@ -39,11 +39,9 @@ export type Reply<K extends OperationId> = {
   }
 }[ReplyStatus<K>]
 
-/** The project an API key belongs to, as the guard found it for this request. */
+/** The project an API key belongs to, as the guard found it for this request (its plan and beta feature checked). */
 export interface Principal {
   projectId: string
-  plan: 'free' | 'pro'
-  betaEnabled: boolean
 }
 
 /**

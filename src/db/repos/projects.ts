@@ -23,7 +23,7 @@ export function projectsRepo(db: Database) {
   }
 
   const keyLookup = db
-    .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled, key_id: api_keys.id })
+    .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled })
     .from(api_keys)
     .innerJoin(projects, eq(projects.id, api_keys.project_id))
     .where(and(eq(api_keys.key_hash, sql.placeholder('keyHash')), isNull(api_keys.revoked_at)))
@@ -70,7 +70,7 @@ export function projectsRepo(db: Database) {
      * database each time (operator changes take effect on the very next request, on every
      * instance), so it is built once and runs as a prepared statement.
      */
-    async findByKeyHash(keyHash: string): Promise<(Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> & { key_id: string }) | undefined> {
+    async findByKeyHash(keyHash: string): Promise<Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> | undefined> {
       const [row] = await keyLookup.execute({ keyHash })
       return row
     },
