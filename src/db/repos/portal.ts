@@ -1,12 +1,14 @@
 // What the tester portal reads and writes. A tester's token is the credential here, so these
 // queries are scoped by the token (unique across the service) instead of a project id; every
-// write re-checks, in its own WHERE, the state the page was rendered from.
+// write re-checks, in its own WHERE, the state the page was rendered from. Every query joins the
+// project and requires its beta feature: the operator's switch stops the portal on the very next
+// request, exactly as it stops /v1/beta (contract §11), with nothing cached.
 import { and, eq, inArray, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { newTesterToken } from '../../domain/secrets.js'
 import { ACCEPTABLE_FROM, DECLINABLE_FROM } from '../../domain/tester-status.js'
 import type { Database } from '../client.js'
-import { beta_feedback, beta_programs, beta_testers, end_users } from '../schema.js'
+import { beta_feedback, beta_programs, beta_testers, end_users, projects } from '../schema.js'
 
 export type PortalTester = typeof beta_testers.$inferSelect
 export type PortalProgram = typeof beta_programs.$inferSelect
@@ -19,23 +21,30 @@ export type Answer = { outcome: 'done'; invitation: Invitation } | { outcome: 'g
 
 export type Signup = { outcome: 'created' | 'existing'; tester: PortalTester } | { outcome: 'not_open' }
 
+/** Joins a program's project only while its beta feature is on. */
+const betaOn = and(eq(projects.id, beta_programs.project_id), eq(projects.beta_enabled, true))
+
 export function portalRepo(db: Database) {
   async function byToken(token: string): Promise<Invitation | undefined> {
     const [row] = await db
       .select({ tester: beta_testers, program: beta_programs })
       .from(beta_testers)
       .innerJoin(beta_programs, eq(beta_programs.id, beta_testers.beta_program_id))
+      .innerJoin(projects, betaOn)
       .where(eq(beta_testers.token, token))
     return row
   }
 
-  /** The project's end user for `email`, made on first use; the unique index settles races. */
-  async function endUserId(tx: Database, projectId: string, email: string): Promise<string> {
-    await tx.insert(end_users).values({ id: newId('eu'), project_id: projectId, email }).onConflictDoNothing({ target: [end_users.project_id, end_users.email] })
+  /** The project's invited end user for `email`, made on first use; the unique index settles races. */
+  async function invitedEndUserId(tx: Database, projectId: string, email: string): Promise<string> {
+    await tx
+      .insert(end_users)
+      .values({ id: newId('eu'), project_id: projectId, email, source: 'invite' })
+      .onConflictDoNothing({ target: [end_users.project_id, end_users.email], where: sql`${end_users.source} = 'invite'` })
     const [row] = await tx
       .select({ id: end_users.id })
       .from(end_users)
-      .where(and(eq(end_users.project_id, projectId), eq(end_users.email, email)))
+      .where(and(eq(end_users.project_id, projectId), eq(end_users.email, email), eq(end_users.source, 'invite')))
     return row!.id
   }
 
@@ -47,6 +56,7 @@ export function portalRepo(db: Database) {
         .select({ tester: beta_testers, program: beta_programs })
         .from(beta_testers)
         .innerJoin(beta_programs, eq(beta_programs.id, beta_testers.beta_program_id))
+        .innerJoin(projects, betaOn)
         .where(eq(beta_testers.token, token))
         .for('update', { of: beta_testers })
       if (!found) return { outcome: 'gone' }
@@ -65,7 +75,7 @@ export function portalRepo(db: Database) {
         if (tester.status === 'joined') return tester
         const [row] = await tx
           .update(beta_testers)
-          .set({ status: 'joined', joined_at: sql`now()`, end_user_id: await endUserId(tx, program.project_id, tester.email) })
+          .set({ status: 'joined', joined_at: sql`now()`, end_user_id: await invitedEndUserId(tx, program.project_id, tester.email) })
           .where(and(eq(beta_testers.id, tester.id), inArray(beta_testers.status, ACCEPTABLE_FROM as PortalTester['status'][])))
           .returning()
         return row
@@ -94,6 +104,7 @@ export function portalRepo(db: Database) {
         insert into ${beta_feedback} (id, project_id, beta_program_id, beta_tester_id, body, rating)
         select ${id}, p.project_id, p.id, t.id, ${body}, ${rating}::integer
         from ${beta_testers} t join ${beta_programs} p on p.id = t.beta_program_id
+          join ${projects} prj on prj.id = p.project_id and prj.beta_enabled
         where t.token = ${token} and t.status = 'joined' and p.status = 'active'
           and (p.feedback_deadline is null or p.feedback_deadline > now())
         returning id`)
@@ -104,15 +115,17 @@ export function portalRepo(db: Database) {
     /** The program behind a public signup page: active, open to public signup, of that project. */
     async publicProgram(projectId: string, slug: string): Promise<PortalProgram | undefined> {
       const [row] = await db
-        .select()
+        .select({ program: beta_programs })
         .from(beta_programs)
+        .innerJoin(projects, betaOn)
         .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.slug, slug), eq(beta_programs.status, 'active'), eq(beta_programs.allow_public_signup, true)))
-      return row
+      return row?.program
     },
 
     /**
      * Signs `email` up on the program, joined at once with source `public`. Idempotent on the
      * email like enrollment: an email already on the program (whatever its status) is left as it is.
+     * A new tester gets an end user of its own, never a shared one: the email is unverified (schema.ts).
      */
     signup(projectId: string, programId: string, email: string): Promise<Signup> {
       return db.transaction(async (trx) => {
@@ -120,9 +133,11 @@ export function portalRepo(db: Database) {
         const [program] = await tx
           .select({ id: beta_programs.id })
           .from(beta_programs)
+          .innerJoin(projects, betaOn)
           .where(and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, programId), eq(beta_programs.status, 'active'), eq(beta_programs.allow_public_signup, true)))
           .for('share')
         if (!program) return { outcome: 'not_open' }
+        const endUserId = newId('eu')
         const [created] = await tx
           .insert(beta_testers)
           .values({
@@ -133,11 +148,14 @@ export function portalRepo(db: Database) {
             source: 'public',
             status: 'joined',
             joined_at: sql`now()`,
-            end_user_id: await endUserId(tx, projectId, email),
+            end_user_id: endUserId,
           })
           .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
           .returning()
-        if (created) return { outcome: 'created', tester: created }
+        if (created) {
+          await tx.insert(end_users).values({ id: endUserId, project_id: projectId, email, source: 'public' })
+          return { outcome: 'created', tester: created }
+        }
         const [existing] = await tx
           .select()
           .from(beta_testers)
