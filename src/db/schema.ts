@@ -85,8 +85,11 @@ export const beta_testers = pgTable(
 )
 
 /**
- * The people behind testers: one end user per email per project, made when a tester first
- * joins, so that the same person is recognised across a project's programs.
+ * The people behind testers. An invited tester proves its email by holding the token the team
+ * sent it, so invitations share one end user per email per project (`source` invite), and the
+ * same person is recognised across a project's programs. A public signup's email is unverified:
+ * it gets an end user of its own (`source` public), never one an invitation or another signup
+ * made, so nobody can sign up as someone else and have feedback tied to that person.
  */
 export const end_users = pgTable(
   'end_users',
@@ -96,9 +99,13 @@ export const end_users = pgTable(
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
+    source: text('source', { enum: ['invite', 'public'] }).notNull().default('invite'),
     created_at: timestamptz('created_at').notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('end_users_project_email_key').on(t.project_id, t.email)],
+  (t) => [
+    uniqueIndex('end_users_project_email_key').on(t.project_id, t.email).where(sql`${t.source} = 'invite'`),
+    check('end_users_source_check', sql`${t.source} in ('invite', 'public')`),
+  ],
 )
 
 /**
