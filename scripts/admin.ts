@@ -1,11 +1,14 @@
-// npm run admin -- <command>: see src/cli/admin.ts for the commands.
+// npm run admin -- <command>: see src/cli/admin.ts for the commands. Says on stderr which
+// database it acts on (stdout is the command's JSON, for scripts).
 import { describeError, runAdminCommand } from '../src/cli/admin.js'
 import { loadConfig } from '../src/config.js'
-import { openDatabase } from '../src/db/client.js'
+import { openDatabase, type DbHandle } from '../src/db/client.js'
 
-const config = loadConfig()
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir })
+let database: DbHandle | undefined
 try {
+  const config = loadConfig()
+  database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, role: 'the admin CLI' })
+  process.stderr.write(`Using ${database.description}.\n`)
   await database.migrate()
   const result = await runAdminCommand(process.argv.slice(2), config, database)
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
@@ -13,5 +16,5 @@ try {
   process.stderr.write(`${describeError(error)}\n`)
   process.exitCode = 1
 } finally {
-  await database.close()
+  await database?.close()
 }

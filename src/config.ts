@@ -1,6 +1,12 @@
 // The only reader of process.env. Values are parsed once, checked, and frozen; a bad value
 // stops the process at start-up instead of surfacing as a strange failure later.
 
+/**
+ * A problem the operator fixes in the environment (a bad setting, a busy port, a data directory
+ * another process holds): printed as one line saying what to do, never as a stack trace.
+ */
+export class SetupError extends Error {}
+
 export interface Config {
   readonly port: number
   readonly host: string
@@ -41,7 +47,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   if (raw === undefined || raw === '') return fallback
   const value = Number(raw)
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`)
+    throw new SetupError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}: fix or unset it.`)
   }
   return value
 }
@@ -49,15 +55,15 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new Error('DATABASE_URL must be a postgres:// or postgresql:// URL')
+    throw new SetupError('DATABASE_URL must be a postgres:// or postgresql:// URL: fix it, or unset it to use the embedded database.')
   }
   const logLevel = (env.LOG_LEVEL || defaults.logLevel) as Config['logLevel']
-  if (!LOG_LEVELS.includes(logLevel)) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+  if (!LOG_LEVELS.includes(logLevel)) throw new SetupError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}.`)
   const redisUrl = env.REDIS_URL || undefined
-  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('REDIS_URL must be a redis:// or rediss:// URL')
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new SetupError('REDIS_URL must be a redis:// or rediss:// URL: fix it, or unset it to keep rate limits in memory.')
   const adminToken = env.ADMIN_TOKEN || undefined
   if (adminToken !== undefined && adminToken.length < 16) {
-    throw new Error('ADMIN_TOKEN must be at least 16 characters long')
+    throw new SetupError('ADMIN_TOKEN must be at least 16 characters long: make one with `openssl rand -hex 24`, or unset it to turn the operator API off.')
   }
   return Object.freeze({
     port: integer(env, 'PORT', defaults.port, 0, 65535),

@@ -9,7 +9,7 @@ import * as admin from '../handlers/admin.js'
 import { ApiError, toApiError } from '../http/errors.js'
 import type { AppContext } from '../http/types.js'
 import { validatorCompiler } from '../http/validation.js'
-import type { Config } from '../config.js'
+import { SetupError, type Config } from '../config.js'
 
 export const USAGE = `Usage: npm run admin -- <command>
 
@@ -19,7 +19,10 @@ export const USAGE = `Usage: npm run admin -- <command>
   create-key <project_id>
   revoke-key <project_id> <key_id>
 
-Prints the JSON the operator API would answer. An API key is printed once, when created.`
+Prints the JSON the operator API would answer. An API key is printed once, when created.
+Acts on the PostgreSQL database DATABASE_URL names, else on the embedded one in DATA_DIR
+(./data), and says which on stderr. The embedded database belongs to one process: while the
+server runs on it, use the operator API (/admin/v1, with ADMIN_TOKEN) instead.`
 
 function checkBody(operationId: string, body: unknown): void {
   const schema = routes.find((r) => r.operationId === operationId)!.schema.body!
@@ -91,6 +94,7 @@ export async function runAdminCommand(argv: string[], config: Config, database: 
 
 /** One line for the terminal: the problem's code and detail, or a usage error as it is. */
 export function describeError(error: unknown): string {
+  if (error instanceof SetupError) return `Cannot run: ${error.message}`
   if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) return `${error.message}\n\n${USAGE}`
   const problem = error instanceof ApiError ? error : toApiError(error as never)
   return `${problem.code}: ${problem.detail}`

@@ -8,6 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
+import { lockDataDir } from './data-dir-lock.js'
 import { PreparedPGlite } from './pglite-prepared.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
@@ -19,6 +20,8 @@ export type Database = PgDatabase<PgQueryResultHKT, Schema>
 export interface DbHandle {
   readonly db: Database
   readonly kind: 'pglite' | 'postgres'
+  /** Which database this is, for a person (no password): "PostgreSQL at host:5432/name", "the embedded database in ./data". */
+  readonly description: string
   /** Applies the migrations in drizzle/ that have not run yet. */
   migrate(): Promise<void>
   close(): Promise<void>
@@ -45,6 +48,17 @@ export interface DbOptions {
   connectTimeout?: number
   /** PostgreSQL only: cancels any statement running longer, so no request holds the database. */
   statementTimeoutMs?: number
+  /** Who opens an embedded data directory ("the server", "the admin CLI"), named to a second opener. */
+  role?: string
+}
+
+function describePostgres(url: string): string {
+  try {
+    const { hostname, port, pathname } = new URL(url)
+    return `PostgreSQL at ${hostname}:${port || 5432}${pathname}`
+  } catch {
+    return 'PostgreSQL'
+  }
 }
 
 export async function openDatabase(options: DbOptions): Promise<DbHandle> {
@@ -66,6 +80,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     return {
       db,
       kind: 'postgres',
+      description: describePostgres(options.databaseUrl),
       async migrate() {
         // A session lock needs one connection for the lock and the migration alike.
         const single = postgres(options.databaseUrl!, { max: 1, connect_timeout: options.connectTimeout ?? 5, onnotice: () => {} })
@@ -79,7 +94,11 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       close: () => client.end({ timeout: 5 }),
     }
   }
-  if (options.dataDir) await mkdir(options.dataDir, { recursive: true })
+  let unlock = () => {}
+  if (options.dataDir) {
+    await mkdir(options.dataDir, { recursive: true })
+    unlock = lockDataDir(options.dataDir, options.role ?? `process ${process.argv.slice(1).join(' ')}`)
+  }
   // PGlite runs PostgreSQL's default 128 MB of shared buffers inside this process; its data
   // files already sit in the OS page cache, so 32 MB costs nothing measurable and keeps the
   // server about 90 MB smaller (measured on a reopened data directory: 282 → 199 MB).
@@ -88,8 +107,15 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   return {
     db,
     kind: 'pglite',
+    description: options.dataDir ? `the embedded database in ${options.dataDir}` : 'an in-memory embedded database',
     migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
-    close: () => client.close(),
+    close: async () => {
+      try {
+        await client.close()
+      } finally {
+        unlock()
+      }
+    },
   }
 }
 

@@ -1,45 +1,19 @@
 // The real entry point, as `npm start` runs it (compiled to dist/): on an empty embedded database creates a demo project and
 // prints its key once; SIGTERM drains and exits 0; a restart keeps the data and the key.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { START, buildServer, exited, root, start } from '../helpers/server.js'
 import { specProblems } from '../helpers/spec-check.js'
 
-const root = new URL('../..', import.meta.url).pathname
-
-// Exactly what `npm start` runs: build dist/, then start the compiled server.
-const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
-const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
-t.before(() => {
-  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'pipe' })
-})
+t.before(buildServer)
 
 t.test('npm start builds dist/ and runs the compiled server, as this test does', async (t) => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
   t.equal(pkg.scripts.start, START)
 })
-
-function start(dataDir: string, port: number): Promise<{ child: ChildProcess; stdout: () => string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' }
-  delete env.DATABASE_URL
-  const child = spawn(process.execPath, NODE_ARGS, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  child.stdout!.on('data', (chunk) => (out += chunk))
-  child.stderr!.on('data', (chunk) => (out += chunk))
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000)
-    child.stdout!.on('data', () => {
-      if (out.includes('Server listening')) {
-        clearTimeout(timer)
-        resolve({ child, stdout: () => out })
-      }
-    })
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)))
-  })
-}
 
 /** One request on its own connection: 'complete <status>', 'refused <code>' or 'cut off <code>'. */
 function get(url: string): Promise<string> {
@@ -54,7 +28,6 @@ function get(url: string): Promise<string> {
   })
 }
 
-const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
 
 t.test('npm start: demo project on an empty database, SIGTERM drains and exits 0, restart keeps data', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
@@ -62,7 +35,7 @@ t.test('npm start: demo project on an empty database, SIGTERM drains and exits 0
   const port = 20_000 + Math.floor(Math.random() * 20_000)
   const base = `http://127.0.0.1:${port}`
 
-  const first = await start(dataDir, port)
+  const first = await start(dataDir, port, /This key is shown once/)
   const key = /API key: (fbk_[A-Za-z0-9_-]{40})/.exec(first.stdout())?.[1]
   t.ok(key, 'the demo key is printed')
   const logLines = first.stdout().split('\n').filter((l) => l.startsWith('{'))

@@ -1,0 +1,93 @@
+// The embedded database belongs to one process. PGlite runs PostgreSQL inside the process that
+// opens it: a second process opening the same data directory (the CLI while the server runs, a
+// second server) does not share the first one's database, it silently works on its own copy of
+// the files, and whichever closes last overwrites the other's writes. So the data directory
+// carries a lock file naming its holder's PID, created exclusively; a second opener refuses at
+// once, before PGlite touches a file. A lock whose process no longer exists (the holder was
+// killed, the machine restarted) is stale and taken over, so a crash never locks anybody out.
+import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { SetupError } from '../config.js'
+
+export const LOCK_FILE = 'feedback-service.lock'
+
+interface Holder {
+  pid: number
+  /** What holds it, for the message: "the server", "the admin CLI". */
+  role: string
+  started_at: string
+}
+
+export class DataDirInUseError extends SetupError {}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: the process exists but belongs to another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+function readHolder(path: string): Holder | undefined {
+  try {
+    const holder = JSON.parse(readFileSync(path, 'utf8')) as Holder
+    return Number.isInteger(holder.pid) ? holder : undefined
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    // Unreadable or half written (its writer died mid-write): nobody can be shown to hold it.
+    return { pid: -1, role: 'an unknown process', started_at: '' }
+  }
+}
+
+/**
+ * Takes the data directory's lock for this process, or throws DataDirInUseError naming the
+ * holder. Returns the function that releases it.
+ */
+export function lockDataDir(dataDir: string, role: string): () => void {
+  const path = join(dataDir, LOCK_FILE)
+  const mine: Holder = { pid: process.pid, role, started_at: new Date().toISOString() }
+  const content = `${JSON.stringify(mine)}\n`
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      writeFileSync(path, content, { flag: 'wx' })
+      const release = () => {
+        if (readHolder(path)?.pid === process.pid) unlinkSync(path)
+        process.off('exit', release)
+      }
+      // A process that exits without closing the database (an uncaught error) leaves no lock behind.
+      process.on('exit', release)
+      return release
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    const holder = readHolder(path)
+    if (!holder) continue
+    if (holder.pid > 0 && isAlive(holder.pid)) {
+      throw new DataDirInUseError(
+        `The embedded database in ${dataDir} is in use by process ${holder.pid} (${holder.role}, since ${holder.started_at}): ` +
+          `stop it first, or act on the running server through the operator API (ADMIN_TOKEN); if no such process runs, delete ${path}.`,
+      )
+    }
+    // Stale. Move it aside atomically and check that what moved is the lock judged stale: if a
+    // process took the lock over in between, what moved is its live lock, which goes back.
+    const aside = `${path}.stale-${process.pid}`
+    try {
+      renameSync(path, aside)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
+      throw error
+    }
+    const moved = readHolder(aside)
+    if (moved && moved.pid !== holder.pid) {
+      try {
+        linkSync(aside, path)
+      } catch {
+        // Another process has taken the lock meanwhile; the next attempt reads it.
+      }
+    }
+    unlinkSync(aside)
+  }
+  throw new DataDirInUseError(`Could not take the lock on the embedded database in ${dataDir} (${path}); try again.`)
+}

@@ -1,0 +1,42 @@
+// The real server as `npm start` runs it (compiled to dist/), for the tests of start-up,
+// shutdown and the embedded database's lock.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+
+export const root = new URL('../..', import.meta.url).pathname
+
+// Exactly what `npm start` runs: build dist/, then start the compiled server.
+export const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
+export const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
+
+export function buildServer(): void {
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'pipe' })
+}
+
+/** The environment of a server or CLI on the embedded database in `dataDir`. */
+export function embeddedEnv(dataDir: string, port: number, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' }
+  delete env.DATABASE_URL
+  delete env.ADMIN_TOKEN
+  return { ...env, ...extra }
+}
+
+/** Starts the server; resolves once its output matches `until` (it has listened, by default). */
+export function start(dataDir: string, port: number, until = /Server listening/): Promise<{ child: ChildProcess; stdout: () => string }> {
+  const env = embeddedEnv(dataDir, port)
+  const child = spawn(process.execPath, NODE_ARGS, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout!.on('data', (chunk) => (out += chunk))
+  child.stderr!.on('data', (chunk) => (out += chunk))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000)
+    child.stdout!.on('data', () => {
+      if (until.test(out)) {
+        clearTimeout(timer)
+        resolve({ child, stdout: () => out })
+      }
+    })
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)))
+  })
+}
+
+export const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))

@@ -1,0 +1,115 @@
+// The embedded database has one owner, and start-up explains itself (contract §9, issue #12):
+// the CLI or a second server refuses a data directory the server holds, naming its PID, and
+// changes nothing; a lock left by a killed process is taken over; a busy port or a bad setting
+// is one line on stderr, before anything is created.
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { LOCK_FILE } from '../../src/db/data-dir-lock.js'
+import { NODE_ARGS, buildServer, embeddedEnv, exited, root, start } from '../helpers/server.js'
+
+// Each test starts real servers and CLIs (PGlite opens in a second or two each, more on a busy machine).
+t.setTimeout(360_000)
+t.before(buildServer)
+
+/** `npm run admin -- ...` as an operator types it; its exit code and what it printed. */
+function admin(env: NodeJS.ProcessEnv, ...args: string[]) {
+  const run = spawnSync(join(root, 'node_modules/.bin/tsx'), ['scripts/admin.ts', ...args], { cwd: root, env, encoding: 'utf8' })
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr }
+}
+
+/** Runs the server to its end: a start that must fail. */
+function failedStart(env: NodeJS.ProcessEnv) {
+  const run = spawnSync(process.execPath, NODE_ARGS, { cwd: root, env, encoding: 'utf8', timeout: 60_000 })
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr }
+}
+
+const v1 = (base: string, key: string) => fetch(`${base}/v1/changelog`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status)
+
+t.test('the embedded database has one owner: the CLI refuses while the server runs, and nothing is lost', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const base = `http://127.0.0.1:${port}`
+  const server = await start(dataDir, port, /This key is shown once/)
+  const key = /API key: (fbk_[A-Za-z0-9_-]{40})/.exec(server.stdout())![1]!
+
+  const refused = admin(embeddedEnv(dataDir, port), 'create-project', '--name', 'From the shell')
+  t.equal(refused.status, 1, 'the CLI fails')
+  t.equal(refused.stdout, '', 'and prints no project or key')
+  const lines = refused.stderr.trim().split('\n').filter((line) => !line.startsWith('npm warn'))
+  t.equal(lines.length, 1, `one line: ${refused.stderr}`)
+  t.match(lines[0], new RegExp(`in use by process ${server.child.pid} \\(the server`), 'naming the holder by its PID')
+  t.notMatch(refused.stderr, /\n\s+at /, 'no stack trace')
+
+  const second = failedStart(embeddedEnv(dataDir, port + 1))
+  t.equal(second.status, 1, 'a second server on the same data directory fails too')
+  t.match(second.stderr, new RegExp(`^Cannot start: The embedded database in .* is in use by process ${server.child.pid} `))
+
+  t.equal(await v1(base, key), 200, 'the server still serves its data')
+  const exit = exited(server.child)
+  server.child.kill('SIGTERM')
+  t.equal(await exit, 0)
+
+  // Stopped, the data directory is free: the CLI works, says where, and the server sees its work.
+  const created = admin(embeddedEnv(dataDir, port), 'create-project', '--name', 'From the shell', '--plan', 'pro')
+  t.equal(created.status, 0, created.stderr)
+  t.match(created.stderr, `Using the embedded database in ${dataDir}.`)
+  const shellKey = JSON.parse(created.stdout).api_key as string
+  const again = await start(dataDir, port)
+  t.notMatch(again.stdout(), /API key:/, 'no new demo project')
+  t.equal(await v1(base, key), 200, 'the demo project survived')
+  t.equal(await v1(base, shellKey), 200, 'the project made from the shell is there')
+  const exit2 = exited(again.child)
+  again.child.kill('SIGTERM')
+  t.equal(await exit2, 0)
+})
+
+t.test('a lock left by a killed process does not lock anybody out', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const server = await start(dataDir, port, /This key is shown once/)
+  const exit = exited(server.child)
+  server.child.kill('SIGKILL')
+  await exit
+  t.ok(existsSync(join(dataDir, LOCK_FILE)), 'the killed server left its lock behind')
+  const listed = admin(embeddedEnv(dataDir, port), 'create-project', '--name', 'After the crash')
+  t.equal(listed.status, 0, listed.stderr)
+  const restarted = await start(dataDir, port)
+  t.notMatch(restarted.stdout(), /API key:/, 'the data is still there: no new demo project')
+  const exit2 = exited(restarted.child)
+  restarted.child.kill('SIGTERM')
+  t.equal(await exit2, 0)
+})
+
+t.test('start-up that explains itself: a busy port or a bad setting is one line, and nothing is created', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const busy = createServer()
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
+  const port = (busy.address() as AddressInfo).port
+
+  const refused = failedStart(embeddedEnv(dataDir, port))
+  busy.close()
+  t.equal(refused.status, 1)
+  t.equal(refused.stderr, `Cannot start: Port ${port} on 127.0.0.1 is already in use by another process: stop it, or set PORT to a free port.\n`)
+  t.notMatch(refused.stdout, /API key|demo project/, 'no demo project whose key nobody could use')
+
+  const started = await start(dataDir, port, /This key is shown once/)
+  t.match(started.stdout(), /API key: fbk_/, 'the next start creates the demo project and prints its key')
+  const exit = exited(started.child)
+  started.child.kill('SIGTERM')
+  t.equal(await exit, 0)
+
+  for (const [name, value] of [['PORT', 'abc'], ['ADMIN_TOKEN', 'short'], ['DB_POOL_SIZE', '0'], ['DATABASE_URL', 'mysql://x']] as const) {
+    const bad = failedStart(embeddedEnv(dataDir, port, { [name]: value }))
+    t.equal(bad.status, 1, `${name}=${value} stops the start`)
+    const lines = bad.stderr.trim().split('\n')
+    t.equal(lines.length, 1, `${name}=${value}: one line`)
+    t.match(lines[0], new RegExp(`^Cannot start: ${name} `), `${name}=${value}: names the variable`)
+  }
+})
