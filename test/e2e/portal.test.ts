@@ -1,5 +1,5 @@
 // The tester portal and the public changelog as a person uses them: the app on a real port,
-// headless Chromium (Debian's package, driven by playwright-core) following join links,
+// headless Chromium (shipped in the @sparticuz/chromium package, driven by playwright-core) following join links,
 // pressing buttons and filling forms, and the team checking the result through the API.
 // Elements are found by role and label, as assistive technology finds them, so an unlabelled
 // form field or a button without a name fails here. Every page the browser is served, and
@@ -9,12 +9,12 @@ import type { FastifyInstance } from 'fastify'
 import { chromium, type Browser, type Locator, type Page, type Response } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
+import { CHROMIUM_ARGS, chromiumPath } from '../helpers/browser.js'
 import { specProblems } from '../helpers/spec-check.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any
 
-const CHROMIUM = '/usr/bin/chromium'
 /** How long one browser step may wait: pages are tiny and local, so anything slower is a fault. */
 const STEP_MS = 10_000
 
@@ -28,8 +28,9 @@ const base = `http://127.0.0.1:${address.port}`
 
 // Launched after the app: teardowns run last-in first-out, so the browser is gone before the
 // server closes and leaves it no open connection to wait for.
-const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] }).catch((error: Error) => {
-  throw new Error(`Cannot start Chromium at ${CHROMIUM} (Debian's chromium package; .ci/run installs it): ${error.message}`)
+const CHROMIUM = await chromiumPath()
+const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }).catch((error: Error) => {
+  throw new Error(`Cannot start Chromium at ${CHROMIUM} (see README "Tests"; CHROMIUM_PATH names another build): ${error.message}`)
 })
 t.teardown(() => browser.close())
 
