@@ -34,7 +34,7 @@ import { boundedStore } from './rate-limit-store.js'
 /** What a counted response may carry (Retry-After only beyond the budget). */
 export const RATE_LIMIT_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after']
 
-/** Counters each in-memory store may hold (about 100 bytes each); see rate-limit-store.ts. */
+/** Counters each in-memory store may hold (about 250 bytes each: 12 MB when full); see rate-limit-store.ts. */
 const STORE_CAPACITY = 50_000
 const WINDOW_MS = 60_000
 
