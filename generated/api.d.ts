@@ -1180,7 +1180,11 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `unauthorized`: the key is missing, malformed, unknown or revoked. */
+        /**
+         * @description `unauthorized`: the key is missing, malformed, unknown or revoked. Sent without
+         *     `RateLimit-*` headers (no such key has a budget). Each counts against the client
+         *     address's budget of failed authentications; beyond it, `429` (see `TooManyRequests`).
+         */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1364,9 +1368,12 @@ export interface components {
             };
         };
         /**
-         * @description `rate_limited`: more requests a minute with this API key than the limit (1200 by default).
-         *     Wait `Retry-After` seconds. Every response to an authenticated operation carries the
-         *     `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers.
+         * @description `rate_limited`: more requests a minute with this API key than the limit (1200 by default),
+         *     or a request that would be `401` from a client address past its budget of failed
+         *     authentications (60 a minute by default). Wait `Retry-After` seconds. Every response
+         *     to an authenticated operation carries the `RateLimit-Limit`, `RateLimit-Remaining` and
+         *     `RateLimit-Reset` headers of the key's budget; a `429` for failed authentications
+         *     carries none, only `Retry-After`.
          */
         TooManyRequests: {
             headers: {

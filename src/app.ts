@@ -56,6 +56,8 @@ function routerProblem(error: FastifyError): ApiError {
 export interface BuildOptions {
   /** Overrides the logger, for tests that read the log lines. */
   logger?: { stream: NodeJS.WritableStream }
+  /** The in-memory rate limits' clock, for tests that move time on. */
+  now?: () => number
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -98,7 +100,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   registerJsonParser(app, BODY_LIMIT)
   registerFormParser(app, BODY_LIMIT)
 
-  const guard = makeGuard(ctx)
+  // Registered before the plugins below, whose routes it does not count (rate-limit.ts).
+  const limits = await registerRateLimit(app, config, options.now)
+  const guard = makeGuard(ctx, limits)
   app.addHook('onRequest', guard.identify)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
@@ -113,9 +117,13 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     let problem = toApiError(error)
     // Refused before the API key was looked up (a key-scoped read, a 429): the key may be the reason (guard.ts).
-    if (problem.status < 500) problem = await guard.settle(request).then(() => problem, toApiError)
-    // A key that does not exist has no budget to report.
-    if (problem.status === 401) for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name)
+    if (problem.status < 500) problem = await guard.settle(request, reply).then(() => problem, toApiError)
+    if (problem.status === 401) {
+      // A key that does not exist has no budget to report.
+      for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name)
+      // Past its budget of failures, the client address is answered 429 instead (rate-limit.ts).
+      problem = (await limits.countAuthFailure(request)) ?? problem
+    }
     if (problem.status >= 500 && problem.code !== 'not_implemented') {
       request.log.error({ err: loggableError(error) }, problem.code)
     }
@@ -142,8 +150,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   registerConditionalRequests(app)
   registerIdempotency(app, ctx)
-  await registerRateLimit(app, config)
-  // After the rate limit's onRequest hook (route-level hooks run after the app's): see guard.ts.
+  // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)
   registerRoutes(app, ctx, handlers, guard)
   return app

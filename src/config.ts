@@ -22,6 +22,8 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   /** Requests a minute per API key (and for the admin token). */
   readonly rateLimitPerMinute: number
+  /** Failed authentications (would-be 401s) a minute per client address, before they are answered 429. */
+  readonly authFailuresPerMinute: number
   /** redis://... to share rate-limit budgets across instances; in memory when undefined. */
   readonly redisUrl: string | undefined
 }
@@ -39,6 +41,7 @@ export const defaults: Config = Object.freeze({
   adminToken: undefined,
   logLevel: 'info',
   rateLimitPerMinute: 1200,
+  authFailuresPerMinute: 60,
   redisUrl: undefined,
 })
 
@@ -76,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken,
     logLevel,
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', defaults.rateLimitPerMinute, 1, 1_000_000),
+    authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', defaults.authFailuresPerMinute, 1, 1_000_000),
     redisUrl,
   })
 }

@@ -14,9 +14,10 @@ t.test('values are read and typed', async (t) => {
     ADMIN_TOKEN: 'a-long-enough-admin-token',
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '60',
+    AUTH_FAILURES_PER_MINUTE: '5',
     REDIS_URL: 'redis://cache:6379',
   })
-  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, logLevel: 'warn', rateLimitPerMinute: 60, redisUrl: 'redis://cache:6379' })
+  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, logLevel: 'warn', rateLimitPerMinute: 60, authFailuresPerMinute: 5, redisUrl: 'redis://cache:6379' })
   t.ok(Object.isFrozen(config))
 })
 
@@ -28,6 +29,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     LOG_LEVEL: 'loud',
     ADMIN_TOKEN: 'short',
     RATE_LIMIT_PER_MINUTE: '1.5',
+    AUTH_FAILURES_PER_MINUTE: '0',
     REDIS_URL: 'http://cache',
   }
   for (const [name, value] of Object.entries(bad)) t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`)

@@ -1,27 +1,35 @@
 // Authentication, the beta feature and the plan are checked here for every route, from the
 // route's tag, security and method, before the body is even read, so the contract's precedence
-// holds: 401, then 403 (beta before plan), then 400. Nothing about a key is cached: operator
-// changes (revocation, plan, beta feature) apply to the very next request, on every instance.
+// holds: 401, then 403 (beta before plan), then 429, then 400. Nothing about a key is cached:
+// operator changes (revocation, plan, beta feature) apply to the very next request, on every
+// instance.
 //
-// It takes two steps. `identify` (onRequest) refuses a missing or malformed key and hashes it;
-// the rate limit then counts the request against that key. `authorize` (preParsing, after the
-// rate limit) looks the key up and applies the gates, except on the reads of /v1
+// It takes two steps. `identify` (onRequest) refuses a missing or malformed key and hashes it.
+// `authorize` (preParsing) looks the key up, counts the request against the key's budget
+// (rate-limit.ts: only a live key gets one) and applies the gates, except on the reads of /v1
 // (KEY_SCOPED_READS): those read by the key itself (db/repos/scope.ts), so that one statement
 // authenticates and reads. Rows found prove the key live and, under /v1/beta, the beta feature
-// on (reads need no plan). Any other answer given before the key was looked up (an empty page,
-// a 404, a 400, a 429) proves nothing, so `settle` looks the key up first: a dead key is still
-// a 401 and a project without beta still a 403, ahead of everything else.
-import type { FastifyRequest } from 'fastify'
+// on (reads need no plan). Such a read is counted before it runs, so its key must already have
+// a counter in this window, which only a live key gets; a key without one is looked up first.
+// Any other answer given before the key was looked up (an empty page, a 404, a 400, a 429)
+// proves nothing, so `settle` looks the key up first: a dead key is still a 401 and a project
+// without beta still a 403, ahead of everything else. A key is looked up at most once a
+// request, so an unknown key costs one indexed lookup.
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { RouteSpec } from '../../generated/routes.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import { hashApiKey, isApiKeyShape, secretsEqual } from '../domain/secrets.js'
 import { ApiError } from './errors.js'
+import type { RateLimits } from './rate-limit.js'
 import { isKeyScopedRead, type AppContext, type Principal } from './types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The presented API key, hashed (what rate limits count and key-scoped reads read by), and whether it was looked up. */
-    credential?: { keyHash: string; lookedUp: boolean }
+    /**
+     * The presented API key, hashed (what rate limits count and key-scoped reads read by),
+     * whether it was looked up, and whether the request was counted against its budget.
+     */
+    credential?: { keyHash: string; lookedUp: boolean; counted: boolean }
     principal?: Principal
     /** On key-scoped reads, the scope the handler reads by. */
     project?: KeyScope
@@ -40,18 +48,30 @@ function bearer(request: FastifyRequest): string | undefined {
   return match ? match[1] : undefined
 }
 
-export function makeGuard(ctx: AppContext) {
-  /** The project of the key, through the gates of `route`; throws 401 or 403. */
-  async function lookUp(route: RouteSpec, credential: NonNullable<FastifyRequest['credential']>): Promise<Principal> {
+export function makeGuard(ctx: AppContext, limits: RateLimits) {
+  /** Counts the request against its key's budget, once; the 429 to answer past it. */
+  async function count(request: FastifyRequest, reply: FastifyReply): Promise<ApiError | undefined> {
+    const credential = request.credential!
+    if (credential.counted) return undefined
+    credential.counted = true
+    return limits.countKey(request, reply)
+  }
+
+  /** The project of the key, through the gates of `route`; throws 401, 403 or 429, in that order. */
+  async function lookUp(request: FastifyRequest, reply: FastifyReply, route: RouteSpec): Promise<Principal> {
+    const credential = request.credential!
     const project = await ctx.repos.projects.findByKeyHash(credential.keyHash)
     credential.lookedUp = true
     if (!project) throw unauthorized('The API key is unknown or revoked.')
+    // A live key's requests all count, those refused by the gates too.
+    const overBudget = await count(request, reply)
     if (route.tag === 'beta' && !project.beta_enabled) {
       throw new ApiError('beta_disabled', 'The beta feature is not enabled for this project.')
     }
     if (WRITE_METHODS.has(route.method) && project.plan !== 'pro') {
       throw new ApiError('plan_required', 'Writes need the Pro plan.')
     }
+    if (overBudget) throw overBudget
     return { projectId: project.id }
   }
 
@@ -70,24 +90,33 @@ export function makeGuard(ctx: AppContext) {
 
       const key = bearer(request)
       if (!key || !isApiKeyShape(key)) throw unauthorized('A valid API key is required: Authorization: Bearer fbk_...')
-      request.credential = { keyHash: hashApiKey(key), lookedUp: false }
+      request.credential = { keyHash: hashApiKey(key), lookedUp: false, counted: false }
     },
 
-    async authorize(request: FastifyRequest): Promise<void> {
+    async authorize(request: FastifyRequest, reply: FastifyReply): Promise<void> {
       const route = request.routeOptions.config.route
       if (!route || !request.credential) return
-      if (isKeyScopedRead(route.operationId)) request.project = { keyHash: request.credential.keyHash, beta: route.tag === 'beta' }
-      else request.principal = await lookUp(route, request.credential)
+      if (!isKeyScopedRead(route.operationId)) {
+        request.principal = await lookUp(request, reply, route)
+        return
+      }
+      if (await limits.keyCounted(request)) {
+        const overBudget = await count(request, reply)
+        if (overBudget) throw overBudget
+      } else {
+        await lookUp(request, reply, route)
+      }
+      request.project = { keyHash: request.credential.keyHash, beta: route.tag === 'beta' }
     },
 
     /**
      * Before an answer that does not prove the key (an empty page of a key-scoped read, or a 4xx
      * before the key was looked up): throws 401 or 403 when the key is why. Looks up once a request.
      */
-    async settle(request: FastifyRequest): Promise<void> {
+    async settle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
       const route = request.routeOptions.config.route
       if (!route || !request.credential || request.credential.lookedUp) return
-      request.principal = await lookUp(route, request.credential)
+      request.principal = await lookUp(request, reply, route)
     },
   }
 }

@@ -1,28 +1,58 @@
-// Per-key rate limits by @fastify/rate-limit: in memory on one instance, in Redis when
-// REDIS_URL is set so that several instances share one budget. Operations secured by an API key
-// count per key presented (by its SHA-256, never the key itself), after the guard has checked its
-// shape and before it looks the key up (see guard.ts: a key-scoped read looks it up in its own
-// statement), one budget for all operations together (the plugin's per-route budgets would let a
-// key make the limit on every operation). A key past its budget is looked up before the 429, so
-// an unknown key is still a 401 and a disabled feature still a 403. The key-less portal (pages and feeds) counts per client address
-// with the same budget, so that one client cannot flood it; behind a proxy that hides client
-// addresses, all visitors share it. Public signup has a tighter budget of its own, and each
-// operator operation a budget of its own. The probes (/healthz, /readyz, /openapi.*, /docs)
-// are not counted.
-// The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After) are the one family sent.
-import rateLimit from '@fastify/rate-limit'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+// Rate limits by @fastify/rate-limit: in memory on one instance, in Redis when REDIS_URL is set
+// so that several instances share one budget.
+//
+// - API keys: one budget per key (by its SHA-256, never the key itself) for all /v1 operations
+//   together (the plugin's per-route budgets would let a key make the limit on every operation).
+//   Only a key found live gets a counter: the guard counts a request after the key's lookup
+//   (guard.ts), so random keys never take room from real ones. A key past its budget is still
+//   looked up before the 429: an unknown or revoked key is a 401, a disabled feature a 403.
+// - Failed authentications: every would-be 401 (a missing, malformed, unknown or revoked key, a
+//   wrong admin token) counts against the client address; past AUTH_FAILURES_PER_MINUTE the
+//   address's would-be 401s are 429 until its window ends, while its requests with a live key
+//   go on as usual. Each still costs the one key lookup that tells the two apart.
+// - The key-less portal (pages and feeds) counts per client address with the per-key budget,
+//   so that one client cannot flood it; public signup has a tighter budget of its own, and each
+//   operator operation a budget of its own. The probes (/healthz, /readyz, /openapi.*, /docs)
+//   are not counted.
+//
+// Client addresses count by IPv6 /64 (one subscriber's allocation; IPv4 as is), or one host
+// could take a budget per address. Behind a proxy that hides client addresses, all clients
+// share one address's budgets. In memory each category has a store of its own, bounded
+// (rate-limit-store.ts); in Redis each counter expires with its window, so memory is bounded
+// by the window.
+//
+// The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After) are the one family
+// sent, for a key's budget, the portal's and the operator's. A 401 carries none (a key that does
+// not exist has no budget), and a 429 for failed authentications only Retry-After.
+import rateLimit, { normalizeIP } from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from './errors.js'
+import { boundedStore } from './rate-limit-store.js'
 
-/** What the plugin sets on a counted request (Retry-After only beyond the budget). */
+/** What a counted response may carry (Retry-After only beyond the budget). */
 export const RATE_LIMIT_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after']
+
+/** Counters each in-memory store may hold (about 250 bytes each: 12 MB when full); see rate-limit-store.ts. */
+const STORE_CAPACITY = 50_000
+const WINDOW_MS = 60_000
 
 const isPublic = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
 const isOperator = (request: FastifyRequest) => request.routeOptions.config.route?.security === 'AdminToken'
+const clientAddress = (request: FastifyRequest) => normalizeIP(request.ip)
+const seconds = (n: number) => (n === 1 ? '1 second' : `${n} seconds`)
 
-export async function registerRateLimit(app: FastifyInstance, config: Config): Promise<void> {
+export interface RateLimits {
+  /** Whether the request's key has a counter in this window, so was found live in it (no database work). */
+  keyCounted(request: FastifyRequest): Promise<boolean>
+  /** Counts a live key's request and sets its RateLimit-* headers; returns the 429 to answer past the budget. */
+  countKey(request: FastifyRequest, reply: FastifyReply): Promise<ApiError | undefined>
+  /** Counts a would-be 401 against the client address; returns the 429 to answer instead past the budget. */
+  countAuthFailure(request: FastifyRequest): Promise<ApiError | undefined>
+}
+
+export async function registerRateLimit(app: FastifyInstance, config: Config, now?: () => number): Promise<RateLimits> {
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true })
     : undefined
@@ -36,20 +66,52 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
     })
   }
   await app.register(rateLimit, {
-    // Every route counts against one budget per key (or address), unless a route sets its own.
+    // Every portal route counts against one budget per address, unless a route sets its own;
+    // API keys and failed authentications are counted by the guard, below.
     global: true,
     max: config.rateLimitPerMinute,
-    timeWindow: 60_000,
-    allowList: (request) => !request.credential && !isPublic(request) && !isOperator(request),
+    timeWindow: WINDOW_MS,
+    allowList: (request) => !isPublic(request) && !isOperator(request),
     enableDraftSpec: true,
     // An unreachable Redis must not take the API down: requests pass unlimited meanwhile.
     skipOnError: true,
     nameSpace: 'feedback-rl:',
-    ...(redis ? { redis } : {}),
-    keyGenerator: (request) => (request.credential ? `key:${request.credential.keyHash}` : isPublic(request) ? `ip:${request.ip}` : 'admin'),
+    ...(redis ? { redis } : { store: boundedStore(STORE_CAPACITY, now) }),
+    keyGenerator: (request) => (isPublic(request) ? `ip:${clientAddress(request)}` : 'admin'),
     errorResponseBuilder: (request, context) =>
-      new ApiError('rate_limited', `More than ${context.max} requests a minute ${isPublic(request) ? 'from this address' : 'with this key'}; retry in ${context.after}.`),
+      new ApiError('rate_limited', `More than ${context.max} requests a minute ${isPublic(request) ? 'from this address' : 'with the admin token'}; retry in ${context.after}.`),
   })
+
+  // Each a store of its own (in Redis, keys of their own), so neither can crowd the other. In
+  // Redis their keys read feedback-rl:undefinedundefined-…: the plugin names a store made this
+  // way after a route it does not have.
+  const keyLimit = app.createRateLimit({ max: config.rateLimitPerMinute, timeWindow: WINDOW_MS, allowList: [], keyGenerator: (request) => `key:${request.credential!.keyHash}` })
+  const failureLimit = app.createRateLimit({ max: config.authFailuresPerMinute, timeWindow: WINDOW_MS, allowList: [], keyGenerator: (request) => `auth-failures:${clientAddress(request)}` })
+
+  return {
+    async keyCounted(request) {
+      const peek = await keyLimit(request, { increment: false })
+      return !peek.isAllowed && peek.remaining < peek.max
+    },
+
+    async countKey(request, reply) {
+      const budget = await keyLimit(request)
+      if (budget.isAllowed) return undefined
+      reply.header('ratelimit-limit', budget.max)
+      reply.header('ratelimit-remaining', budget.remaining)
+      reply.header('ratelimit-reset', budget.ttlInSeconds)
+      if (!budget.isExceeded) return undefined
+      const retry = { 'retry-after': String(budget.ttlInSeconds) }
+      return new ApiError('rate_limited', `More than ${budget.max} requests a minute with this key; retry in ${seconds(budget.ttlInSeconds)}.`, { headers: retry })
+    },
+
+    async countAuthFailure(request) {
+      const budget = await failureLimit(request)
+      if (budget.isAllowed || !budget.isExceeded) return undefined
+      const retry = { 'retry-after': String(budget.ttlInSeconds) }
+      return new ApiError('rate_limited', `More than ${budget.max} failed authentications a minute from this address; retry in ${seconds(budget.ttlInSeconds)}.`, { headers: retry })
+    },
+  }
 }
 
 /**
@@ -64,7 +126,7 @@ export const signupsPerMinute = (config: Config) => Math.max(1, Math.floor(confi
  * API key's traffic; provisioning must not be slowed by reads or revocations).
  */
 export function ownRateLimit(config: Config, route: { operationId: string; security: string }) {
-  if (route.operationId === 'submitBetaSignup') return { max: signupsPerMinute(config), timeWindow: 60_000 }
-  if (route.security === 'AdminToken') return { max: config.rateLimitPerMinute, timeWindow: 60_000 }
+  if (route.operationId === 'submitBetaSignup') return { max: signupsPerMinute(config), timeWindow: WINDOW_MS }
+  if (route.security === 'AdminToken') return { max: config.rateLimitPerMinute, timeWindow: WINDOW_MS }
   return undefined
 }

@@ -25,8 +25,8 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
     app.route({
       method: route.method,
       url: route.url,
-      // Authenticated operations count per key, the public portal per client address, all
-      // against one budget (see rate-limit.ts); public signup has a budget of its own.
+      // The public portal counts per client address, all its operations against one budget
+      // (see rate-limit.ts); public signup and each operator operation have budgets of their own.
       config: { route, ...(ownBudget ? { rateLimit: ownBudget } : {}) },
       schema: {
         params: route.schema.params,
@@ -37,7 +37,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
-        if (isEmptyPage(result.body)) await guard.settle(request)
+        if (isEmptyPage(result.body)) await guard.settle(request, reply)
         if (result.headers) reply.headers(result.headers)
         reply.code(result.status)
         return result.status === 204 || result.status === 304 ? reply.send() : reply.send(result.body)

@@ -2,7 +2,7 @@
 // `call()`, which sends a request with app.inject and checks the response against the spec.
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t, { type Test } from 'tap'
-import { buildApp } from '../../src/app.js'
+import { buildApp, type BuildOptions } from '../../src/app.js'
 import { defaults, type Config } from '../../src/config.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { testDatabase } from './db.js'
@@ -12,14 +12,18 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789'
 
 let sharedApp: Promise<FastifyInstance> | undefined
 
-/** An app with the test configuration; one per process unless `config` asks for another. */
-export function testApp(config: Partial<Config> = {}): Promise<FastifyInstance> {
+/**
+ * An app with the test configuration; one per process unless `config` or `options` ask for
+ * another. Failed authentications are not limited unless a test sets a budget: every request
+ * of a test process comes from one address, and many tests mean to get 401s.
+ */
+export function testApp(config: Partial<Config> = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
   const build = async () => {
-    const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, ...config }, await testDatabase())
+    const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000, ...config }, await testDatabase(), options)
     await app.ready()
     return app
   }
-  if (Object.keys(config).length) {
+  if (Object.keys(config).length || Object.keys(options).length) {
     const app = build()
     t.teardown(async () => (await app).close())
     return app
@@ -54,6 +58,8 @@ export interface CallOptions {
   key?: string
   body?: unknown
   headers?: Record<string, string>
+  /** The client's address, as the server sees it (127.0.0.1 unless set). */
+  remoteAddress?: string
 }
 
 export interface CallResult {
@@ -76,7 +82,7 @@ export async function call(tt: Test, app: FastifyInstance, options: CallOptions)
     if (headers['content-type'] === undefined) headers['content-type'] = 'application/json'
     payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
   }
-  const res = await app.inject({ method, url: options.url, headers, payload })
+  const res = await app.inject({ method, url: options.url, headers, payload, ...(options.remoteAddress ? { remoteAddress: options.remoteAddress } : {}) })
   const problems = specProblems(method, options.url, { statusCode: res.statusCode, headers: res.headers, body: res.body })
   tt.same(problems, [], `${method} ${options.url} → ${res.statusCode} matches openapi.yaml`)
   let json: unknown
