@@ -8,6 +8,8 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
+import { MarkdownRenderer } from '../portal/markdown-rendering.js'
+import { backfillBodyHtml } from './backfill.js'
 import { PreparedPGlite } from './pglite-prepared.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
@@ -19,7 +21,7 @@ export type Database = PgDatabase<PgQueryResultHKT, Schema>
 export interface DbHandle {
   readonly db: Database
   readonly kind: 'pglite' | 'postgres'
-  /** Applies the migrations in drizzle/ that have not run yet. */
+  /** Applies the migrations in drizzle/ that have not run yet, then renders the bodies that have no HTML (backfill.ts). */
   migrate(): Promise<void>
   close(): Promise<void>
 }
@@ -71,7 +73,10 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
         const single = postgres(options.databaseUrl!, { max: 1, connect_timeout: options.connectTimeout ?? 5, onnotice: () => {} })
         try {
           await single`select pg_advisory_lock(${MIGRATION_LOCK})`
-          await migratePostgres(drizzlePostgres(single, { schema }), { migrationsFolder })
+          const locked = drizzlePostgres(single, { schema })
+          await migratePostgres(locked, { migrationsFolder })
+          // Still under the lock (it is the session's, released when `single` ends).
+          await backfill(locked as unknown as Database)
         } finally {
           await single.end({ timeout: 5 })
         }
@@ -88,8 +93,21 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   return {
     db,
     kind: 'pglite',
-    migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
+    async migrate() {
+      await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder })
+      await backfill(db)
+    },
     close: () => client.close(),
+  }
+}
+
+/** The Markdown of rows that have no HTML yet, rendered as writes render it; a worker starts only if one needs it. */
+async function backfill(db: Database): Promise<void> {
+  const renderer = new MarkdownRenderer()
+  try {
+    await backfillBodyHtml(db, (source) => renderer.render(source))
+  } finally {
+    await renderer.close()
   }
 }
 
