@@ -5,6 +5,8 @@
 // under a deadline and a memory limit: past either, the worker is terminated (a fresh one serves
 // the next body) and the body is stored as plain text. The event loop only copies the body in
 // and the HTML out.
+import { createRequire } from 'node:module'
+import { pathToFileURL } from 'node:url'
 import { Worker, type WorkerOptions } from 'node:worker_threads'
 import { plainTextHtml } from './markdown.js'
 
@@ -21,13 +23,16 @@ export interface RendererOptions {
 
 // The worker runs the same kind of file as this one: JavaScript in dist/, or TypeScript in tests
 // and scripts, which run under tsx. tsx does not register itself in worker threads, so a
-// TypeScript worker starts from a line of JavaScript that registers it first.
-const fromSource = import.meta.url.endsWith('.ts')
+// TypeScript worker starts from a line of JavaScript that registers it first. (tsx's ESM API is
+// found through require.resolve, which names its CommonJS twin: import.meta.resolve can deadlock
+// under a test runner's module hooks.)
+const fromSource = new URL(import.meta.url).pathname.endsWith('.ts')
+const TSX_API = fromSource ? pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href : ''
 const WORKER_URL = new URL(`./markdown-worker${fromSource ? '.ts' : '.js'}`, import.meta.url)
 const startWorker = (url: URL, options: WorkerOptions): Worker =>
   url.pathname.endsWith('.ts')
     ? new Worker(
-        `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}) })`,
+        `import(${JSON.stringify(TSX_API)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}) })`,
         { ...options, eval: true },
       )
     : new Worker(url, options)
