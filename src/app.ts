@@ -19,6 +19,7 @@ import { registerIdempotency } from './http/idempotency.js'
 import { RATE_LIMIT_HEADERS, registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
+import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { specPath } from './paths.js'
 import { validatorCompiler } from './http/validation.js'
 
@@ -58,6 +59,8 @@ export interface BuildOptions {
   logger?: { stream: NodeJS.WritableStream }
   /** The in-memory rate limits' clock, for tests that move time on. */
   now?: () => number
+  /** Replaces the Markdown renderer, for tests that watch it. */
+  markdown?: MarkdownRenderer
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -85,6 +88,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     config,
     db: database.db,
     repos: makeRepos(database.db),
+    markdown:
+      options.markdown ??
+      new MarkdownRenderer({ onFallback: (reason) => app.log.warn({ reason }, 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds') }),
     spec: { json: parse(specYaml) as object, yaml: specYaml },
     ping: () => ping(database.db),
   }
@@ -92,6 +98,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   // Every route the app serves, so that a test can hold it against the spec.
   const served: { method: string; url: string }[] = []
   app.decorate('servedRoutes', served)
+  app.addHook('onClose', () => ctx.markdown.close())
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) served.push({ method, url: route.url })
   })

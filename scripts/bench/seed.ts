@@ -7,7 +7,7 @@ import { PgTable } from 'drizzle-orm/pg-core'
 import * as schema from '../../src/db/schema.js'
 
 /** Bumped whenever the seed changes shape, so an older seed is rebuilt rather than reused. */
-export const SEED_NAME = 'bench seed v1'
+export const SEED_NAME = 'bench seed v2'
 export const PROJECT_ID = 'prj_benchProject000000001'
 export const PROGRAM_ID = 'bp_benchProgram000000001'
 export const KEY_ID = 'key_benchKey0000000000001'
@@ -67,14 +67,17 @@ export function seedStatements(scale: SeedScale): { setup: string[]; bulk: [stri
   ]
   const bulk: [string, string] = [
     // Bodies of 500 characters; ids of the API's shape (prefix_ and 21 of [0-9A-Za-z]).
-    `insert into changelog_entries (id, project_id, title, body, labels, version, locale, published_at, created_at, updated_at)
+    // The HTML is what the API stores for such a body (plain text: one paragraph, trimmed), so
+    // that the server's start-up has no body to render.
+    `insert into changelog_entries (id, project_id, title, body, body_html, labels, version, locale, published_at, created_at, updated_at)
        select 'ch_' || substr(md5('ch-' || g), 1, 21),
               case when ${isBench} then ${lit(PROJECT_ID)} else ${other('prj_other', otherN)} end,
               'Release note ' || g,
-              substr(repeat(md5(g::text) || ' makes every screen follow the theme. ', 12), 1, 500),
+              b.body, '<p>' || trim(b.body) || E'</p>\\n',
               case when g % 3 = 0 then array['new', 'ios'] else array['improved'] end,
               '1.' || (g % 100) || '.0', 'en', ${at}, ${at}, ${at}
-       from generate_series(1, ${total}) g`,
+       from generate_series(1, ${total}) g,
+            lateral (select substr(repeat(md5(g::text) || ' makes every screen follow the theme. ', 12), 1, 500) as body) b`,
     `insert into beta_testers (id, beta_program_id, email, token, source, status, invited_at)
        select 'bt_' || substr(md5('bt-' || g), 1, 21),
               case when ${isBench} then ${lit(PROGRAM_ID)} else ${other('bp_other', otherN)} end,

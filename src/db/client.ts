@@ -9,6 +9,8 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
 import { lockDataDir } from './data-dir-lock.js'
+import { MarkdownRenderer } from '../portal/markdown-rendering.js'
+import { backfillBodyHtml } from './backfill.js'
 import { PreparedPGlite } from './pglite-prepared.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
@@ -22,7 +24,7 @@ export interface DbHandle {
   readonly kind: 'pglite' | 'postgres'
   /** Which database this is, for a person (no password): "PostgreSQL at host:5432/name", "the embedded database in ./data". */
   readonly description: string
-  /** Applies the migrations in drizzle/ that have not run yet. */
+  /** Applies the migrations in drizzle/ that have not run yet, then renders the bodies that have no HTML (backfill.ts). */
   migrate(): Promise<void>
   close(): Promise<void>
 }
@@ -86,7 +88,10 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
         const single = postgres(options.databaseUrl!, { max: 1, connect_timeout: options.connectTimeout ?? 5, onnotice: () => {} })
         try {
           await single`select pg_advisory_lock(${MIGRATION_LOCK})`
-          await migratePostgres(drizzlePostgres(single, { schema }), { migrationsFolder })
+          const locked = drizzlePostgres(single, { schema })
+          await migratePostgres(locked, { migrationsFolder })
+          // Still under the lock (it is the session's, released when `single` ends).
+          await backfill(locked as unknown as Database)
         } finally {
           await single.end({ timeout: 5 })
         }
@@ -108,7 +113,10 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     db,
     kind: 'pglite',
     description: options.dataDir ? `the embedded database in ${options.dataDir}` : 'an in-memory embedded database',
-    migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
+    async migrate() {
+      await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder })
+      await backfill(db)
+    },
     close: async () => {
       try {
         await client.close()
@@ -116,6 +124,16 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
         unlock()
       }
     },
+  }
+}
+
+/** The Markdown of rows that have no HTML yet, rendered as writes render it; a worker starts only if one needs it. */
+async function backfill(db: Database): Promise<void> {
+  const renderer = new MarkdownRenderer()
+  try {
+    await backfillBodyHtml(db, (source) => renderer.render(source))
+  } finally {
+    await renderer.close()
   }
 }
 

@@ -148,6 +148,12 @@ export const changelog_entries = pgTable(
       .references(() => projects.id, { onDelete: 'cascade' }),
     title: text('title').notNull(),
     body: text('body').notNull().default(''),
+    /**
+     * `body` rendered to HTML when it was written (src/portal/markdown.ts), so that no read
+     * renders Markdown. NULL only for a row written before the column existed, or by an older
+     * instance during a deploy: the next migrate fills it (src/db/backfill.ts).
+     */
+    body_html: text('body_html'),
     labels: text('labels').array().notNull().default(sql`'{}'::text[]`),
     version: text('version').notNull().default('1.0.0'),
     /** The base locale, in canonical case. */
@@ -170,6 +176,8 @@ export const changelog_translations = pgTable(
     locale: text('locale').notNull(),
     title: text('title').notNull(),
     body: text('body').notNull().default(''),
+    /** As on changelog_entries: the translation's body, rendered when written. */
+    body_html: text('body_html'),
     created_at: timestamptz('created_at').notNull().defaultNow(),
     updated_at: timestamptz('updated_at').notNull().defaultNow(),
   },

@@ -51,7 +51,7 @@ export const listChangelogEntries: Handler<'listChangelogEntries'> = async ({ pr
   return { status: 200, body: pageOf(entries, hasMore, request, CHANGELOG_SCOPE, entrySortKey, changelogRecord) }
 }
 
-export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ principal, body }, { repos }) => {
+export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ principal, body }, { repos, markdown }) => {
   const labels = labelsOrThrow(body.labels ?? [])
   // Nothing exists yet to compare with, so this process's clock judges "in the future"; the
   // date written for "now" is still the database's.
@@ -59,6 +59,7 @@ export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ pr
   const entry = await repos.changelog.create(principal.projectId, {
     title: body.title,
     body: body.body ?? '',
+    body_html: await markdown.render(body.body ?? ''),
     labels,
     version: body.version ?? '1.0.0',
     locale: canonicalLocale(body.locale ?? 'en'),
@@ -73,11 +74,13 @@ export const getChangelogEntry: Handler<'getChangelogEntry'> = async ({ project,
   return { status: 200, body: { data: changelogRecord(entry) } }
 }
 
-export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ principal, params, body }, { repos }) => {
+export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ principal, params, body }, { repos, markdown }) => {
   // Everything the body alone can be refused for is refused before the entry is looked up.
   const labels = body.labels === undefined ? undefined : labelsOrThrow(body.labels)
   publishedAtOrThrow(checkPublishingInput(body, new Date()))
   const locale = body.locale === undefined ? undefined : canonicalLocale(body.locale)
+  // Rendered before the entry is locked, so that no row waits on a render.
+  const body_html = body.body === undefined ? undefined : await markdown.render(body.body)
 
   const entry = await repos.changelog.update(principal.projectId, requireEntryId(params.id), locale, (current): EntryPatch => {
     const published_at = publishedAtOrThrow(decidePublishing(body, current.entry, current.now))
@@ -86,7 +89,10 @@ export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ pr
       ...(body.version !== undefined ? { version: body.version } : {}),
       ...(published_at !== undefined ? { published_at } : {}),
     }
-    const content = { ...(body.title !== undefined ? { title: body.title } : {}), ...(body.body !== undefined ? { body: body.body } : {}) }
+    const content = {
+      ...(body.title !== undefined ? { title: body.title } : {}),
+      ...(body.body !== undefined ? { body: body.body, body_html: body_html! } : {}),
+    }
     if (locale === undefined || sameLocale(locale, current.entry.locale)) return { entry: { ...shared, ...content } }
     // A locale other than the base addresses a translation; naming one that does not exist yet
     // creates it, and a translation has no title to fall back on.

@@ -1,20 +1,19 @@
 // The public changelog: an HTML page and two feeds per project, without an API key. They read
-// the published set through the same repository query as GET /v1/changelog, so "published"
-// has one meaning: published_at at or before the database's now().
+// the published set with the same conditions as GET /v1/changelog, so "published" has one
+// meaning: published_at at or before the database's now().
+//
+// A request costs one statement (the page's state: changelog-cache.ts) and, unless it ends in a
+// 304, the shown entries with their stored HTML, in batches. Nothing renders Markdown here: the
+// HTML was rendered when each body was written.
+import type { PortalEntry, PortalState } from '../db/repos/changelog.js'
 import { isId } from '../domain/ids.js'
 import { ApiError } from '../http/errors.js'
 import type { AppContext, Handler } from '../http/types.js'
-import { conditionalReply } from '../portal/changelog-cache.js'
+import { changelogETag, conditionalReply, streamed } from '../portal/changelog-cache.js'
 import { changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/changelog-page.js'
-import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeed, JSON_FEED_TYPE, type FeedSource } from '../portal/feeds.js'
+import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeedText, JSON_FEED_TYPE, type FeedSource, type ShownEntry } from '../portal/feeds.js'
 import { HTML_TYPE, pageSecurityHeaders } from '../portal/html.js'
-
-/** The project's name and creation, all the portal shows of it; undefined for any unknown id. */
-async function findProject(repos: AppContext['repos'], projectId: string) {
-  if (!isId('prj', projectId)) return undefined
-  const project = await repos.projects.get(projectId)
-  return project && { id: project.id, name: project.name, created_at: project.created_at }
-}
+import { plainTextHtml } from '../portal/markdown.js'
 
 // Feed readers and scripts get a problem, like every other API 404; a person gets a page.
 const noFeed = () => new ApiError('not_found', 'No changelog here: the project does not exist.')
@@ -22,29 +21,76 @@ const noFeed = () => new ApiError('not_found', 'No changelog here: the project d
 /** A feed's readers may be web pages on any origin (contract §7); it holds only published entries. */
 const CORS = { 'access-control-allow-origin': '*' }
 
-async function feedSource(ctx: AppContext, projectId: string, locale: string | undefined): Promise<FeedSource> {
-  const project = await findProject(ctx.repos, projectId)
-  if (!project) throw noFeed()
-  const { entries } = await ctx.repos.changelog.list(project.id, { locale, limit: FEED_SIZE, offset: 0 })
-  return { projectId: project.id, projectName: project.name, locale, entries, projectCreatedAt: project.created_at }
+/**
+ * HTML read per statement. Stored HTML can reach a megabyte an entry (MAX_HTML_LENGTH), and
+ * the embedded database returns a statement's rows in one go on the event loop, so large
+ * entries are read a few at a time; ordinary ones all in one statement.
+ */
+const BATCH_BYTES = 2_000_000
+
+/** The state's ids in batches of at most BATCH_BYTES of HTML (an entry without HTML yet: alone). */
+function batches(state: PortalState): string[][] {
+  const out: string[][] = []
+  let bytes = Infinity
+  for (const entry of state.entries) {
+    const size = entry.html_bytes ?? BATCH_BYTES
+    if (bytes + size > BATCH_BYTES) out.push([]), (bytes = 0)
+    out.at(-1)!.push(entry.id)
+    bytes += size
+  }
+  return out
 }
 
-export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers }, { repos }) => {
-  const project = await findProject(repos, params.project_id)
-  if (!project) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } }
+/** The shown entries with their HTML; a row still waiting for its HTML shows its text. */
+async function shownEntries(ctx: AppContext, state: PortalState, locale: string | undefined): Promise<ShownEntry[]> {
+  const shown: ShownEntry[] = []
+  for (const ids of batches(state)) {
+    const rows: PortalEntry[] = await ctx.repos.changelog.portalEntries(state.project.id, ids, locale)
+    for (const { body_html, body_without_html, ...entry } of rows) shown.push({ ...entry, body_html: body_html ?? plainTextHtml(body_without_html ?? '') })
+  }
+  return shown
+}
+
+/** The page's state; undefined for any unknown project or an id of another shape. */
+function portalState(ctx: AppContext, projectId: string, options: { locale?: string; limit: number; offset: number }) {
+  return isId('prj', projectId) ? ctx.repos.changelog.portalState(projectId, options) : Promise.resolve(undefined)
+}
+
+export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers }, ctx) => {
   const limit = query.limit ?? DEFAULT_LIMIT
   const offset = query.offset ?? 0
-  const { entries, hasMore } = await repos.changelog.list(project.id, { locale: query.locale, limit, offset })
-  const body = changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, limit, offset, entries, hasMore })
-  return conditionalReply(headers, { body, contentType: HTML_TYPE, headers: pageSecurityHeaders({ images: true }) })
+  const state = await portalState(ctx, params.project_id, { locale: query.locale, limit, offset })
+  if (!state) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } }
+  return conditionalReply(headers, {
+    etag: changelogETag(HTML_TYPE, { locale: query.locale, limit, offset }, state),
+    contentType: HTML_TYPE,
+    headers: pageSecurityHeaders({ images: true }),
+    body: async () => {
+      const entries = await shownEntries(ctx, state, query.locale)
+      const { project, hasMore } = state
+      return streamed(changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, limit, offset, entries, hasMore }))
+    },
+  })
 }
 
-export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers }, ctx) => {
-  const source = await feedSource(ctx, params.project_id, query.locale)
-  return conditionalReply(headers, { body: atomFeed(source), contentType: ATOM_TYPE, lastModified: feedUpdated(source), headers: CORS })
+async function feedReply(ctx: AppContext, projectId: string, locale: string | undefined, requestHeaders: Parameters<typeof conditionalReply>[0], contentType: string, build: (source: FeedSource) => Iterable<string>) {
+  const state = await portalState(ctx, projectId, { locale, limit: FEED_SIZE, offset: 0 })
+  if (!state) throw noFeed()
+  const { project } = state
+  return conditionalReply(requestHeaders, {
+    etag: changelogETag(contentType, { locale }, state),
+    contentType,
+    lastModified: feedUpdated({ entries: state.entries, projectCreatedAt: project.created_at }),
+    headers: CORS,
+    body: async () => {
+      const entries = await shownEntries(ctx, state, locale)
+      return streamed(build({ projectId: project.id, projectName: project.name, locale, entries, projectCreatedAt: project.created_at }))
+    },
+  })
 }
 
-export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers }, ctx) => {
-  const source = await feedSource(ctx, params.project_id, query.locale)
-  return conditionalReply(headers, { body: jsonFeed(source), contentType: JSON_FEED_TYPE, lastModified: feedUpdated(source), headers: CORS })
-}
+export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers }, ctx) =>
+  feedReply(ctx, params.project_id, query.locale, headers, ATOM_TYPE, atomFeed)
+
+export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers }, ctx) =>
+  feedReply(ctx, params.project_id, query.locale, headers, JSON_FEED_TYPE, jsonFeedText)

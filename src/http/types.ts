@@ -1,6 +1,7 @@
 // Handler types come from the generated operations, so a field renamed in openapi.yaml breaks
 // the build here instead of breaking a client.
 import type { IncomingHttpHeaders } from 'node:http'
+import type { Readable } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
 import type { operations } from '../../generated/api.js'
 import type { OperationId } from '../../generated/routes.js'
@@ -8,6 +9,7 @@ import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
+import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
 
 export type { OperationId }
 type Op<K extends OperationId> = operations[K]
@@ -31,10 +33,12 @@ type PageStatus<K extends OperationId> = {
   [S in keyof Op<K>['responses']]: Op<K>['responses'][S] extends { content: { 'text/html': string } } ? S : never
 }[keyof Op<K>['responses']]
 type ReplyStatus<K extends OperationId> = (keyof Op<K>['responses'] & SuccessStatus) | PageStatus<K>
+/** Any body but the API's JSON may also be sent as a stream of its bytes (the public changelog's pages and feeds). */
+type Streamable<R> = R extends { content: { 'application/json': unknown } } ? never : Readable
 export type Reply<K extends OperationId> = {
   [S in ReplyStatus<K>]: {
     status: S
-    body: Content<Op<K>['responses'][S]>
+    body: Content<Op<K>['responses'][S]> | Streamable<Op<K>['responses'][S]>
     headers?: Record<string, string>
   }
 }[ReplyStatus<K>]
@@ -86,6 +90,8 @@ export interface AppContext {
   config: Config
   db: Database
   repos: Repos
+  /** Renders changelog bodies when they are written, off the event loop. */
+  markdown: MarkdownRenderer
   /** The published OpenAPI document, parsed and as the original YAML text. */
   spec: { json: object; yaml: string }
   ping(): Promise<void>

@@ -1,22 +1,52 @@
 // Conditional GETs for the public changelog page and feeds. Feed readers poll: most polls
-// should cost one query and an empty 304. The ETag is a hash of the representation, so it
-// changes with anything shown (an entry published, edited, translated, deleted); Last-Modified
-// (feeds only) is the latest change among the entries shown and cannot see a deletion, which
-// is why If-None-Match wins when both are sent (RFC 9110 §13.2.2).
+// should cost one query and an empty 304. So the ETag is computed from the page's state
+// (repos.changelog.portalState: the project's name, and which entries are shown and when each
+// and its translation last changed), never from the body: a 304 builds nothing and reads no
+// body. Anything shown that can change must therefore be in that state (the tests in
+// test/portal/changelog-cache.test.ts change each in turn). Last-Modified (feeds only) is the
+// latest change among the entries shown and cannot see a deletion, which is why If-None-Match
+// wins when both are sent (RFC 9110 §13.2.2).
 import type { IncomingHttpHeaders } from 'node:http'
+import { Readable } from 'node:stream'
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import type { PortalState } from '../db/repos/changelog.js'
 import { entityTag } from '../http/conditional.js'
 
 /** Shared caches may keep a copy for a minute: a scheduled entry shows up at most that late. */
 export const PUBLIC_CACHE_CONTROL = 'public, max-age=60'
 
+/**
+ * Changes the ETags of every page and feed: bump it with any change to what they show for the
+ * same entries (their markup, a field added), since the state they are computed from is the same.
+ */
+const REPRESENTATION = 2
+
+/** The entity tag of one page or feed: its format, the request's parameters and the state shown. */
+export function changelogETag(contentType: string, request: { locale?: string; limit?: number; offset?: number }, state: PortalState): string {
+  return entityTag(
+    JSON.stringify([
+      REPRESENTATION,
+      contentType,
+      request.locale ?? null,
+      request.limit ?? null,
+      request.offset ?? null,
+      state.project.name,
+      state.project.created_at,
+      state.hasMore,
+      state.entries.map((e) => [e.id, e.published_at, e.updated_at, e.translation_updated_at, e.html_bytes]),
+    ]),
+  )
+}
+
 export interface Representation<B> {
-  /** What is sent: a string, or an object Fastify serialises with JSON.stringify. */
-  body: B
+  etag: string
   contentType: string
   /** The latest change among the entries shown; undefined sends no Last-Modified. */
   lastModified?: Date
   /** Extra headers for the 200 and the 304 alike (CORS on feeds). */
   headers?: Record<string, string>
+  /** Builds what is sent; called only for a 200. */
+  body: () => Promise<B>
 }
 
 export type ConditionalReply<B> =
@@ -41,11 +71,9 @@ function notModifiedSince(header: string, lastModified: Date): boolean {
 }
 
 /** A 200 with validators and cache headers, or an empty 304 when the client's copy is current. */
-export function conditionalReply<B>(requestHeaders: IncomingHttpHeaders, rep: Representation<B>): ConditionalReply<B> {
-  const bytes = typeof rep.body === 'string' ? rep.body : JSON.stringify(rep.body)
-  const etag = entityTag(`${rep.contentType}\n${bytes}`)
+export async function conditionalReply<B>(requestHeaders: IncomingHttpHeaders, rep: Representation<B>): Promise<ConditionalReply<B>> {
   const headers: Record<string, string> = {
-    etag,
+    etag: rep.etag,
     'cache-control': PUBLIC_CACHE_CONTROL,
     ...(rep.lastModified ? { 'last-modified': rep.lastModified.toUTCString() } : {}),
     ...rep.headers,
@@ -53,7 +81,24 @@ export function conditionalReply<B>(requestHeaders: IncomingHttpHeaders, rep: Re
   const inm = requestHeaders['if-none-match']
   const ims = requestHeaders['if-modified-since']
   const current =
-    inm !== undefined ? noneMatch(inm, etag) : ims !== undefined && rep.lastModified !== undefined && notModifiedSince(ims, rep.lastModified)
+    inm !== undefined ? noneMatch(inm, rep.etag) : ims !== undefined && rep.lastModified !== undefined && notModifiedSince(ims, rep.lastModified)
   if (current) return { status: 304, body: undefined, headers }
-  return { status: 200, body: rep.body, headers: { ...headers, 'content-type': rep.contentType } }
+  return { status: 200, body: await rep.body(), headers: { ...headers, 'content-type': rep.contentType } }
+}
+
+/**
+ * A body sent a piece at a time, with a turn of the event loop after each: a page of a hundred
+ * entries of a megabyte of HTML each is never joined, escaped or encoded in one go, so other
+ * requests are served between its pieces.
+ */
+export function streamed(pieces: Iterable<string>): Readable {
+  return Readable.from(
+    (async function* () {
+      for (const piece of pieces) {
+        yield piece
+        await nextTurn()
+      }
+    })(),
+    { objectMode: false },
+  )
 }

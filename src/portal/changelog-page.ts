@@ -1,10 +1,10 @@
 // The public changelog page: the same entries as GET /v1/changelog, as plain HTML a person can
 // read on a phone, with no script. Every value goes through the `html` tag of ./html.ts, which
-// escapes it; the one piece inserted as markup is the Markdown body, rendered without raw HTML.
-import type { EntryView } from '../db/repos/changelog.js'
-import { changelogPath } from './feeds.js'
+// escapes it; the one piece inserted as markup is the body's HTML, rendered from its Markdown
+// without raw HTML when the entry was written (markdown.ts).
+import { randomUUID } from 'node:crypto'
+import { changelogPath, type ShownEntry } from './feeds.js'
 import { html, htmlDocument, page, SafeHtml } from './html.js'
-import { renderMarkdown } from './markdown.js'
 
 export const DEFAULT_LIMIT = 20
 
@@ -14,7 +14,7 @@ export interface ChangelogPageSource {
   locale: string | undefined
   limit: number
   offset: number
-  entries: EntryView[]
+  entries: ShownEntry[]
   hasMore: boolean
 }
 
@@ -52,7 +52,7 @@ function formatDate(date: Date, locale: string): string {
   }
 }
 
-function entryHtml(entry: EntryView): SafeHtml {
+function entryHtml(entry: ShownEntry): SafeHtml {
   const published = entry.published_at!
   return html`<article id="${entry.id}" lang="${entry.locale}">
 <h2>${entry.title}</h2>
@@ -60,7 +60,7 @@ function entryHtml(entry: EntryView): SafeHtml {
     entry.labels.length ? html` · ${entry.labels.map((label) => html`<span class="label">${label}</span>`)}` : ''
   }</p>
 <div class="body">
-${new SafeHtml(renderMarkdown(entry.body))}</div>
+${new SafeHtml(entry.body_html)}</div>
 </article>
 `
 }
@@ -76,7 +76,15 @@ ${older !== undefined ? html`<a href="${pageHref(source, older)}" rel="next">Old
 `
 }
 
-export function changelogPage(source: ChangelogPageSource): string {
+/** Marks where the entries go in the page's frame; random, so that no escaped value can contain it. */
+const ENTRIES = `<!-- entries ${randomUUID()} -->`
+
+/**
+ * The page in pieces: the frame around the entries, then one piece per entry, so that a page of
+ * a hundred large entries is never built (or written) in one go (see streamed() in
+ * changelog-cache.ts).
+ */
+export function* changelogPage(source: ChangelogPageSource): Generator<string> {
   const title = `${source.projectName} changelog`
   const feedQuery = source.locale ? `?locale=${encodeURIComponent(source.locale)}` : ''
   const atom = `${changelogPath(source.projectId)}.atom${feedQuery}`
@@ -88,18 +96,23 @@ export function changelogPage(source: ChangelogPageSource): string {
   const feeds = html`<link rel="alternate" type="application/atom+xml" title="${title} (Atom)" href="${atom}">
 <link rel="alternate" type="application/feed+json" title="${title} (JSON Feed)" href="${json}">
 `
-  return htmlDocument(
+  const frame = htmlDocument(
     title,
     html`<header>
 <h1>${title}</h1>
 <p class="meta">Subscribe: <a href="${atom}" type="application/atom+xml">Atom feed</a> · <a href="${json}" type="application/feed+json">JSON Feed</a></p>
 </header>
 <main>
-${source.entries.length ? source.entries.map(entryHtml) : empty}
+${source.entries.length ? new SafeHtml(ENTRIES) : empty}
 </main>
 ${pagination(source)}`,
     { head: feeds, style: STYLE, indexable: true },
   )
+  const at = frame.indexOf(ENTRIES)
+  if (at < 0) return yield frame
+  yield frame.slice(0, at)
+  for (const entry of source.entries) yield entryHtml(entry).value
+  yield frame.slice(at + ENTRIES.length)
 }
 
 /** The 404 page: says only that there is no changelog at this address. */

@@ -1,5 +1,6 @@
 // The changelog as feeds: Atom 1.0 (RFC 4287) and JSON Feed 1.1. Both are built from the same
-// entries the page shows, with bodies rendered by the same Markdown renderer.
+// entries the page shows, with the same HTML of their bodies, rendered when they were written.
+// Like the page, each is built in pieces, one per entry (see streamed() in changelog-cache.ts).
 //
 // The service does not know the public address it is served under (no base URL is configured,
 // and the Host header is the client's to choose, so it never goes into a cacheable public
@@ -8,7 +9,9 @@
 // is served from.
 import { createHash } from 'node:crypto'
 import type { EntryView } from '../db/repos/changelog.js'
-import { renderMarkdown } from './markdown.js'
+
+/** An entry as the page and the feeds show it: the HTML of its body instead of its Markdown. */
+export type ShownEntry = Omit<EntryView, 'body'> & { body_html: string }
 
 /** Entries a feed holds: the newest of the published set, like a first page of the list. */
 export const FEED_SIZE = 50
@@ -18,7 +21,7 @@ export interface FeedSource {
   projectName: string
   /** The locale asked for, if any; it selects translations and goes into the links. */
   locale: string | undefined
-  entries: EntryView[]
+  entries: ShownEntry[]
   /** When the project was created: the `updated` of a feed that has no entries yet. */
   projectCreatedAt: Date
 }
@@ -27,11 +30,11 @@ export const changelogPath = (projectId: string) => `/portal/${projectId}/change
 const withLocale = (path: string, locale: string | undefined) => (locale ? `${path}?locale=${encodeURIComponent(locale)}` : path)
 
 /** When an entry last changed as a reader sees it: it cannot be older than its publication. */
-export const entryUpdated = (entry: EntryView): Date =>
+export const entryUpdated = (entry: Pick<EntryView, 'published_at' | 'updated_at'>): Date =>
   entry.published_at && entry.published_at > entry.updated_at ? entry.published_at : entry.updated_at
 
 /** The latest change among the entries, or the project's creation when there are none. */
-export function feedUpdated(source: Pick<FeedSource, 'entries' | 'projectCreatedAt'>): Date {
+export function feedUpdated(source: { entries: Pick<EntryView, 'published_at' | 'updated_at'>[]; projectCreatedAt: Date }): Date {
   return source.entries.reduce((latest, entry) => {
     const updated = entryUpdated(entry)
     return updated > latest ? updated : latest
@@ -62,24 +65,10 @@ export function xmlEscape(value: string): string {
 
 const feedTitle = (source: FeedSource) => `${source.projectName} changelog`
 
-export function atomFeed(source: FeedSource): string {
+export function* atomFeed(source: FeedSource): Generator<string> {
   const page = changelogPath(source.projectId)
   const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale?.toLowerCase() ?? ''}`)
-  const entries = source.entries.map((entry) => {
-    const lines = [
-      `  <entry xml:lang="${xmlEscape(entry.locale)}">`,
-      `    <id>${uuidUrn(`${source.projectId}/${entry.id}`)}</id>`,
-      `    <title type="text">${xmlEscape(entry.title)}</title>`,
-      ...(entry.published_at ? [`    <published>${entry.published_at.toISOString()}</published>`] : []),
-      `    <updated>${entryUpdated(entry).toISOString()}</updated>`,
-      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${withLocale(page, source.locale)}#${entry.id}`)}"/>`,
-      ...entry.labels.map((label) => `    <category term="${xmlEscape(label)}"/>`),
-      `    <content type="html">${xmlEscape(renderMarkdown(entry.body))}</content>`,
-      '  </entry>',
-    ]
-    return lines.join('\n')
-  })
-  return [
+  yield [
     '<?xml version="1.0" encoding="utf-8"?>',
     '<feed xmlns="http://www.w3.org/2005/Atom">',
     `  <id>${feedId}</id>`,
@@ -88,10 +77,24 @@ export function atomFeed(source: FeedSource): string {
     `  <author><name>${xmlEscape(source.projectName)}</name></author>`,
     `  <link rel="alternate" type="text/html" href="${xmlEscape(withLocale(page, source.locale))}"/>`,
     `  <link rel="self" type="application/atom+xml" href="${xmlEscape(withLocale(`${page}.atom`, source.locale))}"/>`,
-    ...entries,
-    '</feed>',
     '',
   ].join('\n')
+  for (const entry of source.entries) {
+    const lines = [
+      `  <entry xml:lang="${xmlEscape(entry.locale)}">`,
+      `    <id>${uuidUrn(`${source.projectId}/${entry.id}`)}</id>`,
+      `    <title type="text">${xmlEscape(entry.title)}</title>`,
+      ...(entry.published_at ? [`    <published>${entry.published_at.toISOString()}</published>`] : []),
+      `    <updated>${entryUpdated(entry).toISOString()}</updated>`,
+      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${withLocale(page, source.locale)}#${entry.id}`)}"/>`,
+      ...entry.labels.map((label) => `    <category term="${xmlEscape(label)}"/>`),
+      `    <content type="html">${xmlEscape(entry.body_html)}</content>`,
+      '  </entry>',
+      '',
+    ]
+    yield lines.join('\n')
+  }
+  yield '</feed>\n'
 }
 
 export interface JsonFeedItem {
@@ -126,7 +129,7 @@ export function jsonFeed(source: FeedSource): JsonFeed {
       id: entry.id,
       url: `${page}#${entry.id}`,
       title: entry.title,
-      content_html: renderMarkdown(entry.body),
+      content_html: entry.body_html,
       // Every entry in a feed is published; the list never returns one without a date.
       date_published: (entry.published_at ?? entry.created_at).toISOString(),
       date_modified: entryUpdated(entry).toISOString(),
@@ -134,6 +137,14 @@ export function jsonFeed(source: FeedSource): JsonFeed {
       language: entry.locale,
     })),
   }
+}
+
+/** The JSON Feed's text in pieces: everything but the items, then one item at a time. */
+export function* jsonFeedText(source: FeedSource): Generator<string> {
+  const { items, ...head } = jsonFeed(source)
+  yield `${JSON.stringify(head).slice(0, -1)},"items":[`
+  for (const [i, item] of items.entries()) yield `${i > 0 ? ',' : ''}${JSON.stringify(item)}`
+  yield ']}'
 }
 
 export const ATOM_TYPE = 'application/atom+xml; charset=utf-8'

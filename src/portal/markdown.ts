@@ -2,7 +2,12 @@
 // render them so that nothing in a body can run in a visitor's browser. markdown-it with
 // `html: false` turns every tag in the source into text, and the link check below lets only
 // web and mail addresses become links or images.
+//
+// Rendering happens when a body is written, never when it is read, and never on the event loop:
+// markdown-rendering.ts runs renderBounded() in a worker thread under a deadline (markdown-it has
+// inputs that cost hundreds of milliseconds, `![` repeated among them), and the HTML is stored.
 import MarkdownIt from 'markdown-it'
+import { escapeHtml } from './html.js'
 
 const md = new MarkdownIt({ html: false, linkify: false, typographer: false })
 
@@ -20,7 +25,34 @@ md.validateLink = (url: string): boolean => {
   return !/^[^/?#]*:/.test(url)
 }
 
+/**
+ * The most HTML one body may become. Escaping alone makes at most six characters of one
+ * (`"` → `&quot;`), so a body of the contract's 100 000 characters needs 600 000; markdown-it's
+ * output has no such bound (one reference definition with a long URL, used 30 000 times, turns
+ * 100 KB into 145 MB), and every page and feed would carry it.
+ */
+export const MAX_HTML_LENGTH = 1_000_000
+
 /** The body as HTML safe to insert into a page or a feed's content. */
 export function renderMarkdown(source: string): string {
   return md.render(source)
+}
+
+/**
+ * What a body shows when its Markdown cannot be rendered within the bounds: its text, escaped,
+ * a paragraph per blank-line-separated block. Linear in the body, so cheap anywhere.
+ */
+export function plainTextHtml(source: string): string {
+  return source
+    .split(/\n[ \t]*\n/)
+    .map((block) => block.trim())
+    .filter((block) => block !== '')
+    .map((block) => `<p>${escapeHtml(block)}</p>\n`)
+    .join('')
+}
+
+/** renderMarkdown(), or the plain text when the HTML would exceed MAX_HTML_LENGTH. */
+export function renderBounded(source: string): string {
+  const rendered = renderMarkdown(source)
+  return rendered.length <= MAX_HTML_LENGTH ? rendered : plainTextHtml(source)
 }

@@ -114,7 +114,7 @@ for (const backend of BACKENDS) {
     }
     // A page with rows proves the key by itself (an empty one is followed by a lookup).
     const { id, key } = await createProject()
-    await makeRepos((await testDatabase()).db).changelog.create(id, { title: 'Out', body: '', labels: [], version: '1.0.0', locale: 'en', published_at: new Date(Date.now() - 1000) })
+    await makeRepos((await testDatabase()).db).changelog.create(id, { title: 'Out', body: '', body_html: '', labels: [], version: '1.0.0', locale: 'en', published_at: new Date(Date.now() - 1000) })
     const reads: number[] = []
     for (let i = 0; i < 3; i++) {
       statements.length = 0

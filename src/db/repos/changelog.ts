@@ -7,7 +7,7 @@ import { descNullsLast } from './order.js'
 import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
 import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type ProjectIdInput, type ProjectScope, type ScopeShape } from './scope.js'
-import { changelog_entries, changelog_translations } from '../schema.js'
+import { changelog_entries, changelog_translations, projects } from '../schema.js'
 
 export type EntryRow = typeof changelog_entries.$inferSelect
 export type TranslationRow = typeof changelog_translations.$inferSelect
@@ -18,17 +18,25 @@ export type EntryView = Pick<EntryRow, 'id' | 'title' | 'body' | 'labels' | 'pub
 export interface NewEntry {
   title: string
   body: string
+  /** `body` rendered (src/portal/markdown-rendering.ts). */
+  body_html: string
   labels: string[]
   version: string
   locale: string
   published_at: PublishedAt
 }
 
+/** A body is always written with its HTML, so that the two never disagree. */
+interface BodyWrite {
+  body: string
+  body_html: string
+}
+
 /** What an update writes; every field absent is left as it is. */
 export interface EntryPatch {
-  entry: Partial<Pick<EntryRow, 'title' | 'body' | 'labels' | 'version'> & { published_at: PublishedAt }>
+  entry: Partial<Pick<EntryRow, 'title' | 'labels' | 'version'> & { published_at: PublishedAt } & BodyWrite>
   /** Title and body of a translation, written under `locale` (created when it does not exist). */
-  translation?: { locale: string; title?: string; body?: string }
+  translation?: { locale: string; title?: string } & Partial<BodyWrite>
 }
 
 /** The entry under its row lock, with the translation in the locale the update names, if any. */
@@ -38,6 +46,27 @@ export interface CurrentEntry {
   /** The database clock of the updating transaction. */
   now: Date
 }
+
+/** What the public page and feeds show that can change, read without any body (see portalState). */
+export interface PortalState {
+  project: { id: string; name: string; created_at: Date }
+  /** The page's entries, newest first. */
+  entries: PortalEntryState[]
+  hasMore: boolean
+}
+
+export interface PortalEntryState {
+  id: string
+  published_at: Date
+  updated_at: Date
+  /** When the translation shown last changed; null when the entry is shown in its base locale. */
+  translation_updated_at: Date | null
+  /** The length in bytes of the HTML shown; null while the row awaits its HTML. */
+  html_bytes: number | null
+}
+
+/** An entry as the portal shows it: its stored HTML, and its Markdown only where that HTML is missing. */
+export type PortalEntry = Omit<EntryView, 'body'> & { body_html: string | null; body_without_html: string | null }
 
 export interface ListOptions extends PageOptions {
   /** Return each entry in this locale where it has a translation. */
@@ -82,6 +111,7 @@ export function changelogRepo(db: Database) {
     created_at: e.created_at,
     updated_at: e.updated_at,
   }
+  const { body: _body, ...viewWithoutBody } = view
   /** The translation in the asked locale; without a locale, the join matches nothing. */
   const translationOf = (key: Input<string> | undefined) => and(eq(t.entry_id, e.id), key === undefined ? sql`false` : eq(t.locale_key, key))
 
@@ -94,20 +124,7 @@ export function changelogRepo(db: Database) {
    * A test holds the plan to that with EXPLAIN.
    */
   function listQuery(input: ListInput) {
-    const ids = db
-      .select({ id: e.id })
-      .from(e)
-      .where(
-        and(
-          eq(e.project_id, input.projectId),
-          lte(e.published_at, sql`now()`),
-          rowsAfter(e.published_at, e.id, input.after),
-        ),
-      )
-      .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
-      .limit(input.limit)
-      .offset(input.offset)
-      .as('page')
+    const ids = publishedIds(input).as('page')
     return db
       .select(view)
       .from(ids)
@@ -115,6 +132,62 @@ export function changelogRepo(db: Database) {
       .leftJoin(t, translationOf(input.localeKey))
       .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
   }
+
+  /** The ids of the published page (the deferred join's index part, shared with the portal). */
+  const publishedIds = (input: Pick<ListInput, 'projectId' | 'limit' | 'offset' | 'after'>) =>
+    db
+      .select({ id: e.id })
+      .from(e)
+      .where(and(eq(e.project_id, input.projectId), lte(e.published_at, sql`now()`), rowsAfter(e.published_at, e.id, input.after)))
+      .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
+      .limit(input.limit)
+      .offset(input.offset)
+
+  // The HTML and body shown for an entry: its translation's when the join found one (a
+  // translation's HTML may be missing where the entry's is not, so no coalesce).
+  const translated = sql`${t.entry_id} is not null`
+  const shownHtml = sql<string | null>`case when ${translated} then ${t.body_html} else ${e.body_html} end`
+
+  /**
+   * Everything the public page and feeds show that can change, without their bodies: the
+   * project's name, and the page's entries with when each (and its translation) last changed
+   * and the size of its HTML. One statement, on the project's primary key and the list's index
+   * (the same deferred join as the list), so a conditional request that ends in a 304 costs
+   * this and nothing else. No row: no such project.
+   */
+  function portalStateQuery(input: { projectId: Input<string>; localeKey?: Input<string>; limit: Input<number>; offset: Input<number> }) {
+    const ids = publishedIds(input).as('page')
+    return db
+      .select({
+        name: projects.name,
+        project_created_at: projects.created_at,
+        id: e.id,
+        published_at: e.published_at,
+        updated_at: e.updated_at,
+        translation_updated_at: t.updated_at,
+        // The stored length, read without decompressing the value.
+        html_bytes: sql<number | null>`octet_length(${shownHtml})`.mapWith(Number),
+      })
+      .from(projects)
+      .leftJoin(ids, sql`true`)
+      .leftJoin(e, eq(e.id, ids.id))
+      .leftJoin(t, translationOf(input.localeKey))
+      .where(eq(projects.id, input.projectId))
+      .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
+  }
+
+  /** What the page and feeds show of these entries of the project: the view with the stored HTML instead of the Markdown. */
+  const portalEntriesQuery = (projectId: Input<string>, ids: Input<string>, key: Input<string> | undefined) =>
+    db
+      .select({
+        ...viewWithoutBody,
+        body_html: shownHtml,
+        // Only where the HTML is missing (a row awaiting its backfill) is the Markdown read, to be shown as text.
+        body_without_html: sql<string | null>`case when ${shownHtml} is null then coalesce(${t.body}, ${e.body}) end`,
+      })
+      .from(e)
+      .leftJoin(t, translationOf(key))
+      .where(and(eq(e.project_id, projectId), sql`${e.id} = any(${ids}::text[])`))
 
   /** One entry of the project, in the translation `localeKey` names when it has one. */
   const getQuery = (projectId: ProjectIdInput, id: Input<string>, key: Input<string> | undefined) =>
@@ -143,7 +216,51 @@ export function changelogRepo(db: Database) {
     getQuery(projectIdPlaceholder(shape.scope), p('id'), shape.locale === 'locale' ? p('localeKey') : undefined).prepare(name),
   )
 
+  const preparedPortalState = preparedOnce('changelog_portal_state', (shape: { locale: 'base' | 'locale' }, name) =>
+    portalStateQuery({ projectId: p('projectId'), localeKey: shape.locale === 'locale' ? p('localeKey') : undefined, limit: p('limit'), offset: p('offset') }).prepare(name),
+  )
+  const preparedPortalEntries = preparedOnce('changelog_portal_entries', (shape: { locale: 'base' | 'locale' }, name) =>
+    portalEntriesQuery(p('projectId'), p('ids'), shape.locale === 'locale' ? p('localeKey') : undefined).prepare(name),
+  )
+
   return {
+    /** The portal's state query with values, for EXPLAIN. */
+    portalStateQuery: (projectId: string, options: PageOptions & { locale?: string }) =>
+      portalStateQuery({ projectId, localeKey: options.locale === undefined ? undefined : localeKey(options.locale), limit: options.limit + 1, offset: options.offset }),
+
+    /** The state of a page of the public changelog (see PortalState); undefined when there is no such project. */
+    async portalState(projectId: string, options: PageOptions & { locale?: string }): Promise<PortalState | undefined> {
+      const key = options.locale === undefined ? undefined : localeKey(options.locale)
+      const rows = await preparedPortalState({ locale: key === undefined ? 'base' : 'locale' }).execute({
+        projectId,
+        localeKey: key,
+        limit: options.limit + 1,
+        offset: options.offset,
+      })
+      if (rows.length === 0) return undefined
+      // A project without entries on this page is one row with no entry.
+      const entries = rows.flatMap((row): PortalEntryState[] =>
+        row.id === null
+          ? []
+          : [{ id: row.id, published_at: row.published_at!, updated_at: row.updated_at!, translation_updated_at: row.translation_updated_at, html_bytes: row.html_bytes }],
+      )
+      const { name, project_created_at } = rows[0]!
+      return { project: { id: projectId, name, created_at: project_created_at }, entries: entries.slice(0, options.limit), hasMore: entries.length > options.limit }
+    },
+
+    /** These entries of the project as the portal shows them, in the order of `ids`. */
+    async portalEntries(projectId: string, ids: string[], locale?: string): Promise<PortalEntry[]> {
+      const key = locale === undefined ? undefined : localeKey(locale)
+      const rows = await preparedPortalEntries({ locale: key === undefined ? 'base' : 'locale' }).execute({
+        projectId,
+        // An array literal: the ids come from portalState, all of the shape ch_ and [0-9A-Za-z].
+        ids: `{${ids.join(',')}}`,
+        localeKey: key,
+      })
+      const byId = new Map(rows.map((row) => [row.id, row]))
+      return ids.flatMap((id) => byId.get(id) ?? [])
+    },
+
     /** The list query with values, for EXPLAIN (and the benchmark's SQL). */
     listQuery: (scope: ProjectScope, options: ListOptions) => listQuery({ projectId: projectIdOf(scope), ...listValues(options) }),
     /** The read of one entry with values, for the benchmark's SQL. */
@@ -205,7 +322,7 @@ export function changelogRepo(db: Database) {
         if (Object.keys(patch.entry).length === 0 && !written) return toView(current.entry, translation)
 
         if (written) {
-          const { locale: tag, title, body } = patch.translation!
+          const { locale: tag, title, body, body_html } = patch.translation!
           ;[translation] = await tx
             .insert(t)
             .values({
@@ -216,12 +333,13 @@ export function changelogRepo(db: Database) {
               // from what was read rather than failing on a missing title.
               title: title ?? translation?.title ?? '',
               body: body ?? translation?.body ?? '',
+              body_html: body_html ?? (translation ? translation.body_html : ''),
               created_at: dbNow,
               updated_at: dbNow,
             })
             .onConflictDoUpdate({
               target: [t.entry_id, t.locale_key],
-              set: { ...(title !== undefined ? { title } : {}), ...(body !== undefined ? { body } : {}), updated_at: dbNow },
+              set: { ...(title !== undefined ? { title } : {}), ...(body !== undefined ? { body, body_html } : {}), updated_at: dbNow },
             })
             .returning()
         }

@@ -1,0 +1,58 @@
+// The data half of migration 0004 (body_html): rendering Markdown is JavaScript, so the SQL
+// migration only adds the columns, and migrate() then renders every body whose HTML is
+// missing: rows written before the columns existed, and rows an instance of the previous
+// version wrote during a deploy. It runs under the migration lock (client.ts), so instances
+// starting together do not render the same rows twice; even without it, each write below only
+// fills an HTML that is still missing, for the body it was rendered from.
+import { sql } from 'drizzle-orm'
+import type { Database } from './client.js'
+
+/** Rows read, rendered and written at a time: at most 100 bodies of 100 000 characters in memory. */
+const BATCH_ROWS = 100
+
+type Render = (source: string) => Promise<string>
+
+interface Pending {
+  key: string[]
+  body: string
+  digest: string
+}
+
+const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, string>[]
+
+/** One table's rows without HTML, by a key of `columns`, in order and in batches. */
+async function fill(db: Database, table: string, columns: string[], render: Render): Promise<number> {
+  const keyList = sql.raw(columns.map((c) => `"${c}"`).join(', '))
+  let after: string[] | undefined
+  let filled = 0
+  for (;;) {
+    const from = after ? sql`and (${keyList}) > (${sql.join(after.map((v) => sql`${v}`), sql`, `)})` : sql``
+    const rows = rowsOf(
+      await db.execute(sql`
+        select ${keyList}, body, md5(body) as digest from ${sql.identifier(table)}
+        where body_html is null ${from}
+        order by ${keyList} limit ${BATCH_ROWS}`),
+    )
+    if (rows.length === 0) return filled
+    const pending: Pending[] = rows.map((row) => ({ key: columns.map((c) => row[c]!), body: row.body!, digest: row.digest! }))
+    const values: ReturnType<typeof sql>[] = []
+    for (const row of pending) {
+      const html = await render(row.body)
+      values.push(sql`(${sql.join([...row.key, row.digest, html].map((v) => sql`${v}`), sql`, `)})`)
+    }
+    // Only where the HTML is still missing and the body is the one rendered: a row written in
+    // the meantime keeps what its writer stored.
+    const matches = sql.join(columns.map((c) => sql`t.${sql.identifier(c)} = v.${sql.identifier(c)}`), sql` and `)
+    await db.execute(sql`
+      update ${sql.identifier(table)} t set body_html = v.html
+      from (values ${sql.join(values, sql`, `)}) as v(${keyList}, digest, html)
+      where ${matches} and t.body_html is null and md5(t.body) = v.digest`)
+    filled += pending.length
+    after = pending.at(-1)!.key
+  }
+}
+
+/** Renders the bodies of entries and translations that have no HTML yet; returns how many it rendered. */
+export async function backfillBodyHtml(db: Database, render: Render): Promise<number> {
+  return (await fill(db, 'changelog_entries', ['id'], render)) + (await fill(db, 'changelog_translations', ['entry_id', 'locale_key'], render))
+}

@@ -1,0 +1,63 @@
+// Rendering a body never runs on the event loop and never takes longer than its deadline: a
+// render that does not finish ends as the body's text, and the next render gets a fresh worker.
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { MAX_HTML_LENGTH } from '../../src/portal/markdown.js'
+import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
+import { call, createProject, testApp } from '../helpers/app.js'
+
+const stuckWorker = new URL('./fixtures/stuck-worker.ts', import.meta.url)
+
+t.test('bodies render in a worker, with the link allow-list and without raw HTML', async (t) => {
+  const renderer = new MarkdownRenderer()
+  t.teardown(() => renderer.close())
+  t.equal(await renderer.render(''), '')
+  t.equal(await renderer.render('Dark *mode*'), '<p>Dark <em>mode</em></p>\n')
+  t.equal(await renderer.render('<b>x</b> [a](javascript:alert(1)) [b](https://ok.example)'), '<p>&lt;b&gt;x&lt;/b&gt; [a](javascript:alert(1)) <a href="https://ok.example">b</a></p>\n')
+})
+
+t.test('a render that never ends holds no event loop, and ends as plain text at its deadline', async (t) => {
+  const fallbacks: string[] = []
+  const renderer = new MarkdownRenderer({ workerUrl: stuckWorker, deadlineMs: 200, onFallback: (reason) => fallbacks.push(reason) })
+  t.teardown(() => renderer.close())
+  t.equal(await renderer.render('warm up'), '<p>echo warm up</p>', 'the worker answers')
+
+  let settled = false
+  const stuck = renderer.render('stuck <b>&</b>\n\nsecond paragraph').finally(() => (settled = true))
+  // The worker spins; this thread keeps running timers meanwhile.
+  let ticks = 0
+  while (!settled && ticks < 1000) {
+    await sleep(1)
+    ticks++
+  }
+  t.ok(ticks > 0, 'timers ran on the event loop while the render was under way')
+  t.equal(await stuck, '<p>stuck &lt;b&gt;&amp;&lt;/b&gt;</p>\n<p>second paragraph</p>\n', 'the body as escaped text, a paragraph per block')
+  t.strictSame(fallbacks, ['deadline'])
+  t.equal(await renderer.render('after'), '<p>echo after</p>', 'a fresh worker serves the next body')
+})
+
+t.test('closing the renderer ends a render under way as plain text', async (t) => {
+  const fallbacks: string[] = []
+  const renderer = new MarkdownRenderer({ workerUrl: stuckWorker, deadlineMs: 600_000, onFallback: (reason) => fallbacks.push(reason) })
+  t.equal(await renderer.render('warm up'), '<p>echo warm up</p>')
+  const stuck = renderer.render('stuck forever')
+  await sleep(50)
+  await renderer.close()
+  t.equal(await stuck, '<p>stuck forever</p>\n')
+  t.strictSame(fallbacks, ['worker_failed'])
+})
+
+t.test('a body whose HTML would explode is stored as its text', async (t) => {
+  // One reference definition with a long URL, used 29 000 times: 97 KB of Markdown that
+  // markdown-it turns into 145 MB of HTML, which every page and feed would then carry.
+  const url = `https://e.example/${'a'.repeat(5000)}`
+  const body = `[a]: ${url}\n\n${'[a]'.repeat(29_000)}`
+  t.ok(body.length <= 100_000, 'within the contract maximum')
+  const { id, key } = await createProject()
+  const created = await call(t, await testApp(), { method: 'POST', url: '/v1/changelog', key, body: { title: 'Boom', body, status: 'published' } })
+  t.equal(created.status, 201)
+  const page = await call(t, await testApp(), { url: `/portal/${id}/changelog` })
+  t.equal(page.status, 200)
+  t.ok(page.raw.length < MAX_HTML_LENGTH, `the page is ${page.raw.length} characters`)
+  t.match(page.raw, /<p>\[a\]: https:\/\/e\.example\/a+<\/p>\s*<p>(\[a\])+<\/p>/, 'the body, as text')
+})
