@@ -722,7 +722,9 @@ export interface components {
         Timestamp: string;
         /**
          * Format: date-time
-         * @description An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC.
+         * @description An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to
+         *     9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is
+         *     `400 validation_failed`.
          * @example 2026-12-01T09:00:00+01:00
          */
         InputTimestamp: string;
@@ -961,7 +963,8 @@ export interface components {
             /** @default en */
             locale: components["schemas"]["Locale"];
             /**
-             * @description With `status: published`, the publication date (a past date back-dates the entry).
+             * @description An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).
+             *     With `status: published`, the publication date (a past date back-dates the entry).
              *     Required with `status: scheduled`, and then in the future. Not accepted without
              *     `status`, and not with `status: draft`.
              */
@@ -1454,7 +1457,9 @@ export interface components {
          *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
          *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
          *     did not issue, or sent with different filters or together with `offset`, is a 400
-         *     `validation_failed`. Cursors do not expire.
+         *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+         *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+         *     whatever the dates on its page. Cursors do not expire.
          */
         Cursor: string;
         /** @description Only programs in this status. */
@@ -1535,7 +1540,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -1778,7 +1785,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -2049,7 +2058,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -2153,7 +2164,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };

@@ -313,7 +313,8 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "format": "date-time",
                 "maxLength": 64,
-                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC."
+                "pattern": "^[1-9][0-9]{3}-",
+                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
                 "type": "null"
@@ -679,7 +680,8 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "format": "date-time",
                 "maxLength": 64,
-                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC."
+                "pattern": "^[1-9][0-9]{3}-",
+                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
                 "type": "null"
@@ -2076,7 +2078,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "format": "date-time",
             "maxLength": 64,
-            "description": "With `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
+            "pattern": "^[1-9][0-9]{3}-",
+            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
           }
         }
       },
@@ -2378,7 +2381,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "format": "date-time",
             "maxLength": 64,
-            "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC."
+            "pattern": "^[1-9][0-9]{3}-",
+            "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
           }
         }
       },

@@ -8,13 +8,20 @@ import type { FastifySchemaCompiler } from 'fastify'
 
 // RFC 3339 with a mandatory zone. ajv-formats also accepts a space separator and second 60,
 // which Date cannot parse; a value that passes here always becomes a valid Date.
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
+const DATE_TIME = /^[1-9]\d{3}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
+// Years 1000 to 9999, in UTC too: every timestamp then has the four-digit year the response
+// format promises, and sorts and round-trips (cursors) like any other. `Date.UTC` maps years
+// 0..99 to 1900..1999, so the bounds are written out.
+export const EARLIEST_TIME = Date.parse('1000-01-01T00:00:00.000Z')
+export const LATEST_TIME = Date.parse('9999-12-31T23:59:59.999Z')
+
+/** The `date-time` format of this API: see `InputTimestamp` in openapi.yaml. */
 export function isDateTime(value: string): boolean {
   if (!DATE_TIME.test(value)) return false
   const month = Number(value.slice(5, 7))
   const day = Number(value.slice(8, 10))
   const time = Date.parse(value.toUpperCase())
-  if (!Number.isFinite(time)) return false
+  if (!(time >= EARLIEST_TIME && time <= LATEST_TIME)) return false
   // Date.parse rolls 2026-02-30 over to March; the calendar date must survive the round trip.
   const probe = new Date(Date.UTC(Number(value.slice(0, 4)), month - 1, day))
   return probe.getUTCMonth() === month - 1 && probe.getUTCDate() === day
