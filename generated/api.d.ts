@@ -799,6 +799,12 @@ export interface components {
             feedback_deadline: components["schemas"]["Timestamp"] | null;
             created_at: components["schemas"]["Timestamp"];
         };
+        /**
+         * Format: uri
+         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host.
+         * @example https://testflight.apple.com/join/abc123
+         */
+        HttpUrl: string;
         /** @description 1 to 200 characters after trimming surrounding white space; stored trimmed. */
         ProgramName: string;
         BetaProgramCreate: {
@@ -806,11 +812,8 @@ export interface components {
             /** @description SemVer 2.0.0; `null` or omitted for none. */
             version?: components["schemas"]["SemVer"] | null;
             summary?: string | null;
-            /**
-             * Format: uri
-             * @description An absolute `http` or `https` URL with a host.
-             */
-            access_url?: string | null;
+            /** @description Where testers get the build; `null` for none. */
+            access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
             /** @default draft */
             status: components["schemas"]["BetaProgramStatus"];
@@ -823,11 +826,8 @@ export interface components {
             name?: components["schemas"]["ProgramName"];
             version?: components["schemas"]["SemVer"] | null;
             summary?: string | null;
-            /**
-             * Format: uri
-             * @description An absolute `http` or `https` URL with a host.
-             */
-            access_url?: string | null;
+            /** @description Where testers get the build; `null` for none. */
+            access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
             status?: components["schemas"]["BetaProgramStatus"];
             allow_public_signup?: boolean;

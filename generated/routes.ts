@@ -278,14 +278,19 @@ export const routes: RouteSpec[] = [
             "maxLength": 1000
           },
           "access_url": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "format": "uri",
-            "maxLength": 2048,
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+",
-            "description": "An absolute `http` or `https` URL with a host."
+            "description": "Where testers get the build; `null` for none.",
+            "oneOf": [
+              {
+                "type": "string",
+                "format": "uri",
+                "maxLength": 2048,
+                "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_instructions": {
             "type": [
@@ -647,14 +652,19 @@ export const routes: RouteSpec[] = [
             "maxLength": 1000
           },
           "access_url": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "format": "uri",
-            "maxLength": 2048,
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+",
-            "description": "An absolute `http` or `https` URL with a host."
+            "description": "Where testers get the build; `null` for none.",
+            "oneOf": [
+              {
+                "type": "string",
+                "format": "uri",
+                "maxLength": 2048,
+                "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_instructions": {
             "type": [
