@@ -1055,7 +1055,7 @@ export interface components {
              * @description Stable machine-readable error code.
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
+            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
             /** @description A human-readable explanation of this occurrence. */
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */

@@ -2,6 +2,7 @@
 // call it alike.
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
 import swagger from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify'
@@ -15,6 +16,7 @@ import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { registerConditionalRequests } from './http/conditional.js'
+import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { RATE_LIMIT_HEADERS, registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
@@ -59,15 +61,24 @@ export interface BuildOptions {
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
+  // Each routed request's id, for the answers written beneath Fastify (connection.ts).
+  const requestIds = new WeakMap<IncomingMessage, string>()
   const app = Fastify({
     logger: { level: config.logLevel, ...(options.logger ? { stream: options.logger.stream } : {}) },
     // One line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     genReqId: (req) => {
       const given = req.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      requestIds.set(req, id)
+      return id
     },
     bodyLimit: BODY_LIMIT,
+    // Node's default is no limit: a body trickled a byte at a time would hold its connection for
+    // ever. Set on the server at creation too, so that Node derives headersTimeout from it.
+    requestTimeout: config.requestTimeoutMs,
+    http: { requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: checkingInterval(config.requestTimeoutMs) },
+    clientErrorHandler: makeClientErrorHandler(config.requestTimeoutMs, requestIds),
     // Fastify's own 503 while closing is plain JSON without our headers; requests that reach us
     // while draining are served, since the pool closes only after the server has.
     return503OnClosing: false,
@@ -75,6 +86,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // Errors found before routing (a URL that cannot be decoded) skip the hooks: set the id here.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id)
+      reply.headers(NOSNIFF)
       sendProblem(request, reply, routerProblem(error as FastifyError))
     },
   })
@@ -102,7 +114,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.addHook('onRequest', guard.identify)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    reply.headers(NOSNIFF)
   })
+  app.addHook('onRequestAbort', logClientGone)
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       { method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
@@ -111,6 +125,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    // The client hung up (or was cut off at the request timeout): there is no one to answer,
+    // and the onRequestAbort hook has logged it.
+    if (isClientGone(request)) return reply.hijack()
     let problem = toApiError(error)
     // Refused before the API key was looked up (a key-scoped read, a 429): the key may be the reason (guard.ts).
     if (problem.status < 500) problem = await guard.settle(request).then(() => problem, toApiError)

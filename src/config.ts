@@ -18,6 +18,8 @@ export interface Config {
   readonly rateLimitPerMinute: number
   /** redis://... to share rate-limit budgets across instances; in memory when undefined. */
   readonly redisUrl: string | undefined
+  /** Milliseconds a request may take to arrive in full (headers and body) before a 408. */
+  readonly requestTimeoutMs: number
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -34,6 +36,7 @@ export const defaults: Config = Object.freeze({
   logLevel: 'info',
   rateLimitPerMinute: 1200,
   redisUrl: undefined,
+  requestTimeoutMs: 30_000,
 })
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -71,5 +74,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', defaults.rateLimitPerMinute, 1, 1_000_000),
     redisUrl,
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', defaults.requestTimeoutMs, 1000, 3_600_000),
   })
 }
