@@ -1079,6 +1079,7 @@ export interface components {
                 "Last-Modified": components["headers"]["Last-Modified"];
                 "Cache-Control": components["headers"]["PublicCacheControl"];
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1498,6 +1499,12 @@ export interface components {
         PublicCacheControl: "public, max-age=60";
         /** @description Always `*` on public feeds, which hold nothing but published entries. */
         "Access-Control-Allow-Origin": "*";
+        /**
+         * @description `default-src 'none'` on the feeds (their `200` and `304` alike): a feed opened in a
+         *     browser tab runs no script and loads nothing, whatever an entry holds. The changelog
+         *     page, and its `304`, send the page's own policy.
+         */
+        FeedContentSecurityPolicy: string;
         /** @description `true` when this answer is the stored answer to an earlier request with the same `Idempotency-Key`. */
         "Idempotency-Replayed": "true";
         /** @description A strong entity tag of this representation, for `If-None-Match` and `If-Match`. */
@@ -2671,6 +2678,12 @@ export interface operations {
             /** @description The reference page. */
             200: {
                 headers: {
+                    /**
+                     * @description Only the page's own script (`/docs/js/scalar.js` and its inline start-up script,
+                     *     by hash) runs; styles may be inline (Scalar writes them at run time); requests
+                     *     go to this origin only. Nothing is loaded from elsewhere, fonts included.
+                     */
+                    "Content-Security-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2993,6 +3006,7 @@ export interface operations {
                     "Last-Modified": components["headers"]["Last-Modified"];
                     "Cache-Control": components["headers"]["PublicCacheControl"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3041,6 +3055,7 @@ export interface operations {
                     "Last-Modified": components["headers"]["Last-Modified"];
                     "Cache-Control": components["headers"]["PublicCacheControl"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
                     [name: string]: unknown;
                 };
                 content: {

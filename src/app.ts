@@ -16,6 +16,7 @@ import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { registerConditionalRequests } from './http/conditional.js'
+import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { RATE_LIMIT_HEADERS, registerRateLimit } from './http/rate-limit.js'
@@ -25,6 +26,7 @@ import { specPath } from './paths.js'
 import { validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
+const DOCS = '/docs'
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const specYaml = readFileSync(specPath, 'utf8')
 
@@ -112,9 +114,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   const guard = makeGuard(ctx)
   app.addHook('onRequest', guard.identify)
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id)
     reply.headers(NOSNIFF)
+    if (request.routeOptions.url === `${DOCS}/` && typeof payload === 'string') reply.header('content-security-policy', docsPolicy(payload))
   })
   app.addHook('onRequestAbort', logClientGone)
   app.addHook('onResponse', async (request, reply) => {
@@ -143,8 +146,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   await app.register(swagger, { mode: 'static', specification: { document: ctx.spec.json as never } })
   ctx.spec.json = app.swagger()
   await app.register(scalar, {
-    routePrefix: '/docs',
-    configuration: { url: '/openapi.json' },
+    routePrefix: DOCS,
+    // Scalar's default fonts come from fonts.scalar.com; the page uses the system's instead, so
+    // that it loads nothing from elsewhere (see docsPolicy).
+    configuration: { url: '/openapi.json', withDefaultFonts: false },
     // The reference takes no query parameters; like every operation, it refuses unknown ones.
     hooks: {
       onRequest: async (request) => {

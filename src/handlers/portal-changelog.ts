@@ -19,8 +19,11 @@ async function findProject(repos: AppContext['repos'], projectId: string) {
 // Feed readers and scripts get a problem, like every other API 404; a person gets a page.
 const noFeed = () => new ApiError('not_found', 'No changelog here: the project does not exist.')
 
-/** A feed's readers may be web pages on any origin (contract §7); it holds only published entries. */
-const CORS = { 'access-control-allow-origin': '*' }
+/**
+ * A feed's readers may be web pages on any origin (contract §7); it holds only published
+ * entries. Opened in a browser tab, it must run and load nothing, whatever an entry holds.
+ */
+const FEED_HEADERS = { 'access-control-allow-origin': '*', 'content-security-policy': "default-src 'none'" }
 
 async function feedSource(ctx: AppContext, projectId: string, locale: string | undefined): Promise<FeedSource> {
   const project = await findProject(ctx.repos, projectId)
@@ -41,10 +44,10 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
 
 export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers }, ctx) => {
   const source = await feedSource(ctx, params.project_id, query.locale)
-  return conditionalReply(headers, { body: atomFeed(source), contentType: ATOM_TYPE, lastModified: feedUpdated(source), headers: CORS })
+  return conditionalReply(headers, { body: atomFeed(source), contentType: ATOM_TYPE, lastModified: feedUpdated(source), headers: FEED_HEADERS })
 }
 
 export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers }, ctx) => {
   const source = await feedSource(ctx, params.project_id, query.locale)
-  return conditionalReply(headers, { body: jsonFeed(source), contentType: JSON_FEED_TYPE, lastModified: feedUpdated(source), headers: CORS })
+  return conditionalReply(headers, { body: jsonFeed(source), contentType: JSON_FEED_TYPE, lastModified: feedUpdated(source), headers: FEED_HEADERS })
 }
