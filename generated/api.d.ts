@@ -1502,7 +1502,7 @@ export interface components {
         /**
          * @description `default-src 'none'` on the feeds (their `200` and `304` alike): a feed opened in a
          *     browser tab runs no script and loads nothing, whatever an entry holds. The changelog
-         *     page, and its `304`, send the page's own policy.
+         *     page, and its `304`, send the page's own policy, which starts the same way.
          */
         FeedContentSecurityPolicy: string;
         /** @description `true` when this answer is the stored answer to an earlier request with the same `Idempotency-Key`. */
