@@ -722,7 +722,9 @@ export interface components {
         Timestamp: string;
         /**
          * Format: date-time
-         * @description An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC.
+         * @description An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to
+         *     9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is
+         *     `400 validation_failed`.
          * @example 2026-12-01T09:00:00+01:00
          */
         InputTimestamp: string;
@@ -797,6 +799,12 @@ export interface components {
             feedback_deadline: components["schemas"]["Timestamp"] | null;
             created_at: components["schemas"]["Timestamp"];
         };
+        /**
+         * Format: uri
+         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host.
+         * @example https://testflight.apple.com/join/abc123
+         */
+        HttpUrl: string;
         /** @description 1 to 200 characters after trimming surrounding white space; stored trimmed. */
         ProgramName: string;
         BetaProgramCreate: {
@@ -804,11 +812,8 @@ export interface components {
             /** @description SemVer 2.0.0; `null` or omitted for none. */
             version?: components["schemas"]["SemVer"] | null;
             summary?: string | null;
-            /**
-             * Format: uri
-             * @description An absolute `http` or `https` URL with a host.
-             */
-            access_url?: string | null;
+            /** @description Where testers get the build; `null` for none. */
+            access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
             /** @default draft */
             status: components["schemas"]["BetaProgramStatus"];
@@ -821,11 +826,8 @@ export interface components {
             name?: components["schemas"]["ProgramName"];
             version?: components["schemas"]["SemVer"] | null;
             summary?: string | null;
-            /**
-             * Format: uri
-             * @description An absolute `http` or `https` URL with a host.
-             */
-            access_url?: string | null;
+            /** @description Where testers get the build; `null` for none. */
+            access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
             status?: components["schemas"]["BetaProgramStatus"];
             allow_public_signup?: boolean;
@@ -961,7 +963,8 @@ export interface components {
             /** @default en */
             locale: components["schemas"]["Locale"];
             /**
-             * @description With `status: published`, the publication date (a past date back-dates the entry).
+             * @description An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).
+             *     With `status: published`, the publication date (a past date back-dates the entry).
              *     Required with `status: scheduled`, and then in the future. Not accepted without
              *     `status`, and not with `status: draft`.
              */
@@ -1052,7 +1055,7 @@ export interface components {
              * @description Stable machine-readable error code.
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
+            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
             /** @description A human-readable explanation of this occurrence. */
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */
@@ -1076,6 +1079,7 @@ export interface components {
                 "Last-Modified": components["headers"]["Last-Modified"];
                 "Cache-Control": components["headers"]["PublicCacheControl"];
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1461,7 +1465,9 @@ export interface components {
          *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
          *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
          *     did not issue, or sent with different filters or together with `offset`, is a 400
-         *     `validation_failed`. Cursors do not expire.
+         *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+         *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+         *     whatever the dates on its page. Cursors do not expire.
          */
         Cursor: string;
         /** @description Only programs in this status. */
@@ -1500,6 +1506,12 @@ export interface components {
         PublicCacheControl: "public, max-age=60";
         /** @description Always `*` on public feeds, which hold nothing but published entries. */
         "Access-Control-Allow-Origin": "*";
+        /**
+         * @description `default-src 'none'` on the feeds (their `200` and `304` alike): a feed opened in a
+         *     browser tab runs no script and loads nothing, whatever an entry holds. The changelog
+         *     page, and its `304`, send the page's own policy, which starts the same way.
+         */
+        FeedContentSecurityPolicy: string;
         /** @description `true` when this answer is the stored answer to an earlier request with the same `Idempotency-Key`. */
         "Idempotency-Replayed": "true";
         /** @description A strong entity tag of this representation, for `If-None-Match` and `If-Match`. */
@@ -1542,7 +1554,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -1785,7 +1799,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -2056,7 +2072,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -2160,7 +2178,9 @@ export interface operations {
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
-                 *     `validation_failed`. Cursors do not expire.
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -2665,6 +2685,12 @@ export interface operations {
             /** @description The reference page. */
             200: {
                 headers: {
+                    /**
+                     * @description Only the page's own script (`/docs/js/scalar.js` and its inline start-up script,
+                     *     by hash) runs; styles may be inline (Scalar writes them at run time); requests
+                     *     go to this origin only. Nothing is loaded from elsewhere, fonts included.
+                     */
+                    "Content-Security-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2987,6 +3013,7 @@ export interface operations {
                     "Last-Modified": components["headers"]["Last-Modified"];
                     "Cache-Control": components["headers"]["PublicCacheControl"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3035,6 +3062,7 @@ export interface operations {
                     "Last-Modified": components["headers"]["Last-Modified"];
                     "Cache-Control": components["headers"]["PublicCacheControl"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -278,14 +278,19 @@ export const routes: RouteSpec[] = [
             "maxLength": 1000
           },
           "access_url": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "format": "uri",
-            "maxLength": 2048,
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+",
-            "description": "An absolute `http` or `https` URL with a host."
+            "description": "Where testers get the build; `null` for none.",
+            "oneOf": [
+              {
+                "type": "string",
+                "format": "uri",
+                "maxLength": 2048,
+                "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_instructions": {
             "type": [
@@ -313,7 +318,8 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "format": "date-time",
                 "maxLength": 64,
-                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC."
+                "pattern": "^[1-9][0-9]{3}-",
+                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
                 "type": "null"
@@ -646,14 +652,19 @@ export const routes: RouteSpec[] = [
             "maxLength": 1000
           },
           "access_url": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "format": "uri",
-            "maxLength": 2048,
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+",
-            "description": "An absolute `http` or `https` URL with a host."
+            "description": "Where testers get the build; `null` for none.",
+            "oneOf": [
+              {
+                "type": "string",
+                "format": "uri",
+                "maxLength": 2048,
+                "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_instructions": {
             "type": [
@@ -679,7 +690,8 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "format": "date-time",
                 "maxLength": 64,
-                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC."
+                "pattern": "^[1-9][0-9]{3}-",
+                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
                 "type": "null"
@@ -2076,7 +2088,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "format": "date-time",
             "maxLength": 64,
-            "description": "With `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
+            "pattern": "^[1-9][0-9]{3}-",
+            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
           }
         }
       },
@@ -2378,7 +2391,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "format": "date-time",
             "maxLength": 64,
-            "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC."
+            "pattern": "^[1-9][0-9]{3}-",
+            "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
           }
         }
       },

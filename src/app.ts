@@ -2,6 +2,7 @@
 // call it alike.
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
 import swagger from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify'
@@ -15,6 +16,8 @@ import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { registerConditionalRequests } from './http/conditional.js'
+import { docsPolicy } from './http/docs-policy.js'
+import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { RATE_LIMIT_HEADERS, registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
@@ -24,6 +27,7 @@ import { specPath } from './paths.js'
 import { validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
+const DOCS = '/docs'
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const specYaml = readFileSync(specPath, 'utf8')
 
@@ -64,15 +68,24 @@ export interface BuildOptions {
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
+  // Each routed request's id, for the answers written beneath Fastify (connection.ts).
+  const requestIds = new WeakMap<IncomingMessage, string>()
   const app = Fastify({
     logger: { level: config.logLevel, ...(options.logger ? { stream: options.logger.stream } : {}) },
     // One line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     genReqId: (req) => {
       const given = req.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      requestIds.set(req, id)
+      return id
     },
     bodyLimit: BODY_LIMIT,
+    // Node's default is no limit: a body trickled a byte at a time would hold its connection for
+    // ever. Set on the server at creation too, so that Node derives headersTimeout from it.
+    requestTimeout: config.requestTimeoutMs,
+    http: { requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: checkingInterval(config.requestTimeoutMs) },
+    clientErrorHandler: makeClientErrorHandler(config.requestTimeoutMs, requestIds),
     // Fastify's own 503 while closing is plain JSON without our headers; requests that reach us
     // while draining are served, since the pool closes only after the server has.
     return503OnClosing: false,
@@ -80,6 +93,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // Errors found before routing (a URL that cannot be decoded) skip the hooks: set the id here.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id)
+      reply.headers(NOSNIFF)
       sendProblem(request, reply, routerProblem(error as FastifyError))
     },
   })
@@ -111,9 +125,12 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   const limits = await registerRateLimit(app, config, options.now)
   const guard = makeGuard(ctx, limits)
   app.addHook('onRequest', guard.identify)
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id)
+    reply.headers(NOSNIFF)
+    if (request.routeOptions.url === `${DOCS}/` && typeof payload === 'string') reply.header('content-security-policy', docsPolicy(payload))
   })
+  app.addHook('onRequestAbort', logClientGone)
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       { method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
@@ -122,6 +139,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    // The client hung up (or was cut off at the request timeout): there is no one to answer,
+    // and the onRequestAbort hook has logged it.
+    if (isClientGone(request)) return reply.hijack()
     let problem = toApiError(error)
     // Refused before the API key was looked up (a key-scoped read, a 429): the key may be the reason (guard.ts).
     if (problem.status < 500) problem = await guard.settle(request, reply).then(() => problem, toApiError)
@@ -141,8 +161,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   await app.register(swagger, { mode: 'static', specification: { document: ctx.spec.json as never } })
   ctx.spec.json = app.swagger()
   await app.register(scalar, {
-    routePrefix: '/docs',
-    configuration: { url: '/openapi.json' },
+    routePrefix: DOCS,
+    // Scalar's default fonts come from fonts.scalar.com; the page uses the system's instead, so
+    // that it loads nothing from elsewhere (see docsPolicy).
+    configuration: { url: '/openapi.json', withDefaultFonts: false },
     // The reference takes no query parameters; like every operation, it refuses unknown ones.
     hooks: {
       onRequest: async (request) => {

@@ -26,6 +26,8 @@ export interface Config {
   readonly authFailuresPerMinute: number
   /** redis://... to share rate-limit budgets across instances; in memory when undefined. */
   readonly redisUrl: string | undefined
+  /** Milliseconds a request may take to arrive in full (headers and body) before a 408. */
+  readonly requestTimeoutMs: number
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -43,6 +45,7 @@ export const defaults: Config = Object.freeze({
   rateLimitPerMinute: 1200,
   authFailuresPerMinute: 60,
   redisUrl: undefined,
+  requestTimeoutMs: 30_000,
 })
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -81,5 +84,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', defaults.rateLimitPerMinute, 1, 1_000_000),
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', defaults.authFailuresPerMinute, 1, 1_000_000),
     redisUrl,
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', defaults.requestTimeoutMs, 1000, 3_600_000),
   })
 }

@@ -15,10 +15,13 @@ export interface Position {
 }
 
 const VERSION = 1
-// Far beyond any real list, and inside PostgreSQL's and JavaScript's timestamp ranges.
-const MAX_OFFSET = 2_147_483_647
-const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
-const MIN_TIME = Date.UTC(1, 0, 1)
+/** The most rows a page may have before it: `Pagination.offset`'s maximum in openapi.yaml. */
+export const MAX_OFFSET = 2_147_483_647
+// Every instant a four-digit ISO year can name, so that any row the database returns makes a
+// cursor that is accepted back (inputs are narrower, 1000 to 9999, but rows written before that
+// rule, or by hand, may not be). `Date.UTC` maps years 0..99 to 1900..1999: hence the strings.
+const MIN_TIME = Date.parse('0000-01-01T00:00:00.000Z')
+const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z')
 const ID = /^[a-z]{2,3}_[0-9A-Za-z]{21}$/
 
 export function encodeCursor(scope: string, position: Position): string {

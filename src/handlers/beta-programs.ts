@@ -48,19 +48,8 @@ export async function programPageRequest(repos: Repos, project: ProjectScope, pr
   }
 }
 
-const EARLIEST = Date.UTC(1, 0, 1)
-const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
-
-// The schema guarantees a parseable timestamp with a zone; a year 0001 or 9999 near the edge can
-// still leave years 1..9999 once moved to UTC, which the database or the response format refuse.
-function inputTimestamp(path: string, value: string): Date {
-  const date = new Date(value.toUpperCase())
-  const time = date.getTime()
-  if (!(time >= EARLIEST && time <= LATEST)) throw invalidField('body', path, 'must be between years 0001 and 9999 in UTC')
-  return date
-}
-
-const deadline = (value: string | null) => (value === null ? null : inputTimestamp('/feedback_deadline', value))
+// The schema's `date-time` format has checked the value, its zone and its year (validation.ts).
+const deadline = (value: string | null) => (value === null ? null : new Date(value.toUpperCase()))
 
 export const createBetaProgram: Handler<'createBetaProgram'> = async ({ body, principal }, { repos }) => {
   const name = body.name.trim()

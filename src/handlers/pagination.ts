@@ -1,6 +1,6 @@
 // Lists page by `offset` (the contract) or by `cursor` (ext, keyset): both give a
 // `pagination` object with `next_cursor`, so a client can switch to cursors at any page.
-import { decodeCursor, encodeCursor } from '../domain/cursor.js'
+import { decodeCursor, encodeCursor, MAX_OFFSET } from '../domain/cursor.js'
 import { invalidField } from '../http/errors.js'
 
 /** A row's place in its list's order: the list's timestamp column, then the id. */
@@ -34,6 +34,11 @@ export function pageRequest(query: PageQuery, defaultLimit: number, scope: strin
   const position = decodeCursor(scope, query.cursor)
   if (!position) {
     throw invalidField('query', '/cursor', "is not a cursor of this list: send the previous page's pagination.next_cursor, with the same filters")
+  }
+  // Only a forged cursor gets here (no list holds two billion rows): refused rather than echoed,
+  // so that neither this page's offset nor its next_cursor's can pass the spec's bound.
+  if (position.offset + limit > MAX_OFFSET) {
+    throw invalidField('query', '/cursor', `is out of bounds: a page may not end more than ${MAX_OFFSET} rows into a list`)
   }
   return { limit, offset: position.offset, after: { at: position.at, id: position.id } }
 }

@@ -18,8 +18,11 @@ import { plainTextHtml } from '../portal/markdown.js'
 // Feed readers and scripts get a problem, like every other API 404; a person gets a page.
 const noFeed = () => new ApiError('not_found', 'No changelog here: the project does not exist.')
 
-/** A feed's readers may be web pages on any origin (contract §7); it holds only published entries. */
-const CORS = { 'access-control-allow-origin': '*' }
+/**
+ * A feed's readers may be web pages on any origin (contract §7); it holds only published
+ * entries. Opened in a browser tab, it must run and load nothing, whatever an entry holds.
+ */
+const FEED_HEADERS = { 'access-control-allow-origin': '*', 'content-security-policy': "default-src 'none'" }
 
 /**
  * HTML read per statement. Stored HTML can reach a megabyte an entry (MAX_HTML_LENGTH), and
@@ -81,7 +84,7 @@ async function feedReply(ctx: AppContext, projectId: string, locale: string | un
     etag: changelogETag(contentType, { locale }, state),
     contentType,
     lastModified: feedUpdated({ entries: state.entries, projectCreatedAt: project.created_at }),
-    headers: CORS,
+    headers: FEED_HEADERS,
     body: async () => {
       const entries = await shownEntries(ctx, state, locale)
       return streamed(build({ projectId: project.id, projectName: project.name, locale, entries, projectCreatedAt: project.created_at }))

@@ -17,6 +17,7 @@ const STATUS: Record<ErrorCode, number> = {
   beta_disabled: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   invalid_transition: 409,
   program_closed: 409,
   idempotency_in_progress: 409,
@@ -24,6 +25,7 @@ const STATUS: Record<ErrorCode, number> = {
   idempotency_key_reused: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
   not_implemented: 501,
@@ -55,18 +57,22 @@ const MAX_TEXT = 1024
 // stays within the spec's bounds.
 const clip = (text: string, max = MAX_TEXT) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
-  const body: Problem = {
+/** The problem+json body of an error, for the request with id `requestId`. */
+export function problemBody(error: ApiError, requestId: string): Problem {
+  return {
     type: 'about:blank',
     title: STATUS_CODES[error.status] ?? 'Error',
     status: error.status,
     code: error.code,
     detail: clip(error.detail, 2048),
     ...(error.options.errors ? { errors: error.options.errors.slice(0, MAX_ERRORS).map((e) => ({ ...e, path: clip(e.path), message: clip(e.message) })) } : {}),
-    request_id: request.id,
+    request_id: requestId,
   }
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.options.headers) reply.headers(error.options.headers)
-  return reply.code(error.status).type('application/problem+json').send(body)
+  return reply.code(error.status).type('application/problem+json').send(problemBody(error, request.id))
 }
 
 // SQLSTATE classes and driver codes that mean "the database cannot serve this now", not "the
@@ -94,8 +100,19 @@ interface AjvError {
   parentSchema?: { description?: string }
 }
 
+/**
+ * A nullable field is `oneOf: [schema, {type: 'null'}]`: for a value that is not null, only the
+ * first branch's errors say anything, so "must be null" and "must match exactly one schema in
+ * oneOf" are dropped when other errors remain.
+ */
+function withoutNullableNoise(errors: AjvError[]): AjvError[] {
+  const kept = errors.filter((e) => e.keyword !== 'oneOf' && !(e.keyword === 'type' && e.params.type === 'null'))
+  return kept.length ? kept : errors
+}
+
 function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
-  return errors.map((e) => {
+  const seen = new Set<string>()
+  return withoutNullableNoise(errors).map((e) => {
     let path = e.instancePath
     let message = e.message ?? 'is invalid'
     if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
@@ -108,6 +125,10 @@ function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
       message = description ? `is invalid: ${description.replace(/\s+/g, ' ')}` : message
     }
     return { in: part, path, message }
+  }).filter((e) => {
+    // A pattern and a format of one schema explain themselves with the same description.
+    const key = `${e.path}\n${e.message}`
+    return !seen.has(key) && seen.add(key)
   })
 }
 

@@ -89,3 +89,10 @@ export function specProblems(method: string, url: string, res: CheckedResponse):
   }
   return problems
 }
+
+/** The problems with `value` as an instance of the spec's `components/schemas/<name>`. */
+export function schemaProblems(name: string, value: unknown): string[] {
+  const validate = ajv.getSchema(`openapi#/components/schemas/${name}`)
+  if (!validate) return [`no schema ${name}`]
+  return validate(value) ? [] : (validate.errors ?? []).map((e) => `${name}: ${e.instancePath} ${e.message}`)
+}

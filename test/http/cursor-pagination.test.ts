@@ -2,12 +2,13 @@
 // of offset. A cursor walk returns exactly the offset walk, keeps its place when rows are added
 // in front, and a cursor is refused (400) anywhere but the list and filters it came from.
 import t, { type Test } from 'tap'
-import { beta_programs, beta_testers, changelog_entries } from '../../src/db/schema.js'
-import { decodeCursor, encodeCursor } from '../../src/domain/cursor.js'
+import { beta_feedback, beta_programs, beta_testers, changelog_entries } from '../../src/db/schema.js'
+import { decodeCursor, encodeCursor, MAX_OFFSET } from '../../src/domain/cursor.js'
 import { newId } from '../../src/domain/ids.js'
 import { newTesterToken } from '../../src/domain/secrets.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
+import { spec } from '../helpers/spec-check.js'
 
 type Page = { json: { data: Array<{ id: string }>; pagination: { limit: number; offset: number; has_more: boolean; next_cursor: string | null } } }
 const ids = (res: Page) => res.json.data.map((x) => x.id)
@@ -169,4 +170,61 @@ t.test('another project cannot page through a list with a cursor it lifted', asy
   const res = (await call(t, app, { url: `/v1/changelog?cursor=${cursor}`, key: other.key })) as unknown as Page & { status: number }
   t.equal(res.status, 200)
   t.same(res.json.data, [], "the cursor is a position in the caller's own list, which is empty")
+})
+
+// Year 1000 is the earliest an input may name, 9999 the latest; a page ending on either makes a
+// next_cursor like any other.
+const EDGES = [new Date('1000-01-01T00:00:00.000Z'), new Date('1000-01-01T00:00:00.001Z'), new Date('1899-12-31T23:59:59.999Z'), new Date('9999-12-31T23:59:59.999Z'), at(1)]
+
+t.test('every next_cursor is accepted back, whatever the dates on its page', async (t) => {
+  const { db } = await testDatabase()
+  const { id: projectId, key } = await createProject()
+  const app = await testApp()
+
+  // The changelog orders by a time the client sets: entries back-dated through the API.
+  for (const published_at of ['1000-01-01T00:00:00Z', '1000-01-01T00:00:00.001Z', '1899-12-31T23:59:59.999Z', '2025-01-01T00:00:00Z']) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: published_at, status: 'published', published_at } })
+    t.equal(res.status, 201, published_at)
+  }
+  const changelog = await walk(t, key, '/v1/changelog', 1)
+  t.equal(changelog.pages.flat().length, 4, 'the changelog walks to its oldest entry')
+
+  // The other lists order by times the server sets; rows dated at the edges by hand all the same.
+  const programs = EDGES.map((created_at, i) => ({ id: newId('bp'), project_id: projectId, name: `P${i}`, slug: `p${i}`, created_at }))
+  await db.insert(beta_programs).values(programs)
+  t.equal((await walk(t, key, '/v1/beta/programs', 1)).pages.flat().length, EDGES.length)
+
+  const programId = programs[0]!.id
+  const testers = EDGES.map((invited_at, i) => ({ id: newId('bt'), beta_program_id: programId, email: `t${i}@example.com`, token: newTesterToken(), invited_at }))
+  await db.insert(beta_testers).values(testers)
+  t.equal((await walk(t, key, `/v1/beta/programs/${programId}/testers`, 1)).pages.flat().length, EDGES.length)
+
+  const feedback = EDGES.map((created_at, i) => ({ id: newId('fb'), project_id: projectId, beta_program_id: programId, beta_tester_id: testers[i]!.id, body: 'ok', created_at }))
+  await db.insert(beta_feedback).values(feedback)
+  t.equal((await walk(t, key, `/v1/beta/programs/${programId}/feedback`, 1)).pages.flat().length, EDGES.length)
+})
+
+t.test('a cursor whose values are out of bounds is refused, never echoed', async (t) => {
+  t.equal(MAX_OFFSET, spec.components.schemas.Pagination.properties.offset.maximum, "the cursor's bound is the spec's")
+  const { key } = await seedChangelog()
+  const app = await testApp()
+  const first = (await call(t, app, { url: '/v1/changelog?limit=1', key })) as unknown as Page
+  const position = decodeCursor('changelog', first.json.pagination.next_cursor!)!
+
+  // The most a cursor may hold: its page ends exactly at the bound, and so does its next_cursor.
+  const edge = (await call(t, app, { url: `/v1/changelog?limit=2&cursor=${encodeCursor('changelog', { ...position, offset: MAX_OFFSET - 2 })}`, key })) as unknown as Page & { status: number }
+  t.equal(edge.status, 200)
+  t.equal(edge.json.pagination.offset, MAX_OFFSET - 2)
+  t.equal(decodeCursor('changelog', edge.json.pagination.next_cursor!)?.offset, MAX_OFFSET)
+
+  for (const [offset, limit] of [[MAX_OFFSET - 1, 2], [MAX_OFFSET, 1], [MAX_OFFSET + 1, 1], [Number.MAX_SAFE_INTEGER, 1]] as const) {
+    const url = `/v1/changelog?limit=${limit}&cursor=${encodeCursor('changelog', { ...position, offset })}`
+    const res = await call(t, app, { url, key })
+    t.equal(res.status, 400, `offset ${offset}, limit ${limit}`)
+    t.match(res.json.errors, [{ in: 'query', path: '/cursor' }])
+  }
+  for (const time of ['-000001-12-31T23:59:59.999Z', '+010000-01-01T00:00:00.000Z']) {
+    const res = await call(t, app, { url: `/v1/changelog?cursor=${encodeCursor('changelog', { ...position, at: new Date(time) })}`, key })
+    t.equal(res.status, 400, time)
+  }
 })

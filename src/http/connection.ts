@@ -1,0 +1,78 @@
+// What happens on the connection itself, beneath the routes: a request that takes too long to
+// arrive, headers too large to parse, a client that hangs up mid-request.
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ApiError, problemBody } from './errors.js'
+
+/** Headers every response carries, the raw ones written here included. */
+export const NOSNIFF = { 'x-content-type-options': 'nosniff' } as const
+
+/**
+ * How often Node looks for requests past the timeout: a timed-out request is answered within
+ * `timeout + interval`. Node's default interval is 30 s, which would let a 30 s limit run to 60.
+ */
+export const checkingInterval = (timeoutMs: number) => Math.min(1000, Math.ceil(timeoutMs / 10))
+
+function connectionProblem(code: string | undefined, timeoutMs: number): ApiError {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new ApiError('request_timeout', `The request did not arrive in full within ${timeoutMs / 1000} s.`)
+  }
+  if (code === 'HPE_HEADER_OVERFLOW') return new ApiError('headers_too_large', 'The request headers are too large.')
+  return new ApiError('validation_failed', 'The request is not valid HTTP.')
+}
+
+/**
+ * Fastify's clientErrorHandler: Node's HTTP server found the request late or malformed, before
+ * or while a route runs. Answers with a problem (unless a response has begun) and closes the
+ * connection. `requestIds` gives the id of a request already handed to Fastify, so that the
+ * answer and the log agree.
+ */
+export function makeClientErrorHandler(timeoutMs: number, requestIds: WeakMap<IncomingMessage, string>) {
+  // Fastify calls it with the instance as `this`, which is how it reaches the logger.
+  return function (this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+    // A connection reset: there is no one left to answer.
+    if (error.code === 'ECONNRESET' || socket.destroyed) return
+    const problem = connectionProblem(error.code, timeoutMs)
+    // The response of a request already routed, if any; Node's own handler checks the same.
+    const response = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
+    const id = (response && requestIds.get(response.req)) ?? randomUUID()
+    // A request already routed is logged by logClientGone below; without one, this is the only
+    // trace of it.
+    if (!response) this.log.info({ request_id: id, status: problem.status, code: problem.code }, 'request refused before routing')
+    if (socket.writable && !response?.headersSent) {
+      const body = JSON.stringify(problemBody(problem, id))
+      const headers = {
+        'content-type': 'application/problem+json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        'x-request-id': id,
+        ...NOSNIFF,
+        connection: 'close',
+      }
+      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+      socket.write(`HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n${head}\r\n${body}`)
+    }
+    socket.destroy(error)
+  }
+}
+
+/**
+ * Whether the request's own stream was cut off before its end: the client closed the
+ * connection mid-request, or the timeout above did. Errors that follow from it (the body parser
+ * sees ECONNRESET) are no outage, whatever their code says.
+ */
+export const isClientGone = (request: FastifyRequest): boolean => request.raw.readableAborted
+
+/**
+ * Fastify's onRequestAbort hook: the one log line of a request whose client went away, at info
+ * and without a stack. It runs whether or not the route had begun to read the body.
+ */
+export async function logClientGone(request: FastifyRequest): Promise<void> {
+  const socket = request.raw.socket as Socket & { errored?: NodeJS.ErrnoException | null }
+  const timedOut = socket.errored?.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+  request.log.info(
+    { method: request.method, route: request.routeOptions.url ?? null, status: timedOut ? 408 : null },
+    timedOut ? 'request timed out' : 'request aborted',
+  )
+}
