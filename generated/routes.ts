@@ -2906,6 +2906,27 @@ export const routes: RouteSpec[] = [
     }
   },
   {
+    "operationId": "getMetrics",
+    "method": "GET",
+    "path": "/admin/metrics",
+    "url": "/admin/metrics",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {}
+    }
+  },
+  {
     "operationId": "getHealth",
     "method": "GET",
     "path": "/healthz",

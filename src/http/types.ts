@@ -8,6 +8,7 @@ import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
+import type { Metrics } from './metrics.js'
 
 export type { OperationId }
 type Op<K extends OperationId> = operations[K]
@@ -89,6 +90,8 @@ export interface AppContext {
   /** The published OpenAPI document, parsed and as the original YAML text. */
   spec: { json: object; yaml: string }
   ping(): Promise<void>
+  /** This app's metrics, served by GET /admin/metrics. */
+  metrics: Metrics
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>
