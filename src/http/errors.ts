@@ -38,7 +38,7 @@ export class ApiError extends Error {
     readonly options: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
     // The cause stays on the server (metrics tell a statement timeout from an outage by it).
-    super(detail, { cause: options.cause })
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause })
     this.status = STATUS[code]
   }
 }
