@@ -386,6 +386,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Metrics for Prometheus
+         * @description This instance's metrics in the Prometheus text exposition format (version 0.0.4), for a
+         *     Prometheus server to scrape, at the path Prometheus scrapes by default. Part of the
+         *     operator API: it exists only when `ADMIN_TOKEN` is set (`404` otherwise, like every
+         *     `/admin` path) and needs `Authorization: Bearer <ADMIN_TOKEN>`; keep it private at your
+         *     proxy along with `/admin`. Each instance reports its own counts:
+         *     scrape every instance. Every metric has its `# HELP` line.
+         *
+         *     - `http_requests_total` and `http_request_duration_seconds` (a histogram, buckets from
+         *       1 ms to 10 s), by `method`, `route` and `status`. `route` is the template the router
+         *       matched, in the router's syntax (`/v1/beta/programs/:id`, the same value as the
+         *       request log line's `route`), never the URL: every request no route matched (an unknown
+         *       path's `404`, a wrong method's `405`, a URL that cannot be decoded) has `route`
+         *       `unmatched`, so whatever clients send, the number of series stays bounded.
+         *     - `http_rate_limited_total` by `category`: the budget a `429` came from, `api_key`,
+         *       `portal_address`, `signup`, `operator` or `auth_failures` (a client address past its
+         *       failed authentications).
+         *     - `http_auth_failures_total` by `credential` (`api_key` or `admin_token`): every failed
+         *       authentication, those answered `429` past the address's budget included.
+         *     - `db_unavailable_total`: requests answered `503 unavailable`; `db_statement_timeouts_total`:
+         *       those among them whose statement PostgreSQL cancelled after `DB_STATEMENT_TIMEOUT_MS`.
+         *     - Database pool gauges, read when scraped: `db_pool_connections` (`DB_POOL_SIZE`),
+         *       `db_pool_slots` (statements that may run at once: one per connection until PostgreSQL
+         *       answers, then 8 pipelined per connection), `db_pool_slots_in_use` and
+         *       `db_pool_waiting`. The embedded database is one connection running one statement at a
+         *       time: 1 connection, 1 slot, and the statements waiting for it.
+         *     - The process metrics of prom-client (`process_*`, `nodejs_*`: CPU, memory, event loop
+         *       lag, garbage collection, open handles).
+         *
+         *     No label holds an id, a key, a token, an email or a path as sent. The operation has its
+         *     own operator budget (`429 rate_limited` beyond it).
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -878,6 +927,13 @@ export interface components {
             data: components["schemas"]["BetaTester"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /**
+         * @description Metrics in the Prometheus text exposition format 0.0.4, each with its `# HELP` and `# TYPE` lines.
+         * @example # HELP http_requests_total HTTP requests answered, by method, route template and status.
+         *     # TYPE http_requests_total counter
+         *     http_requests_total{method="GET",route="/v1/beta/programs/:id",status="200"} 42
+         */
+        PrometheusMetrics: string;
         /**
          * @description A server-rendered HTML page (UTF-8), every interpolated value escaped.
          * @example <!doctype html>
@@ -2582,6 +2638,35 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain; version=0.0.4; charset=utf-8": components["schemas"]["PrometheusMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     getHealth: {

@@ -2920,6 +2920,27 @@ export const routes: RouteSpec[] = [
     }
   },
   {
+    "operationId": "getMetrics",
+    "method": "GET",
+    "path": "/metrics",
+    "url": "/metrics",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {}
+    }
+  },
+  {
     "operationId": "getHealth",
     "method": "GET",
     "path": "/healthz",

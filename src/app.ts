@@ -19,7 +19,8 @@ import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
-import { RATE_LIMIT_HEADERS, registerRateLimit } from './http/rate-limit.js'
+import { makeMetrics } from './http/metrics.js'
+import { RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
@@ -70,6 +71,8 @@ export interface BuildOptions {
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
   // Each routed request's id, for the answers written beneath Fastify (connection.ts).
   const requestIds = new WeakMap<IncomingMessage, string>()
+  // This app's own registry: tests build several apps in one process.
+  const metrics = makeMetrics(() => database.poolStats())
   const app = Fastify({
     logger: { level: config.logLevel, ...(options.logger ? { stream: options.logger.stream } : {}) },
     // One line per request, written by the onResponse hook below.
@@ -95,6 +98,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       reply.header('x-request-id', request.id)
       reply.headers(NOSNIFF)
       sendProblem(request, reply, routerProblem(error as FastifyError))
+      metrics.observe(request, reply)
     },
   })
 
@@ -107,6 +111,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       new MarkdownRenderer({ onFallback: (reason) => app.log.warn({ reason }, 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds') }),
     spec: { json: parse(specYaml) as object, yaml: specYaml },
     ping: () => ping(database.db),
+    metrics,
   }
 
   // Every route the app serves, so that a test can hold it against the spec.
@@ -132,6 +137,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
   app.addHook('onRequestAbort', logClientGone)
   app.addHook('onResponse', async (request, reply) => {
+    metrics.observe(request, reply)
     request.log.info(
       { method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
@@ -148,9 +154,17 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     if (problem.status === 401) {
       // A key that does not exist has no budget to report.
       for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name)
+      metrics.authFailure(request.routeOptions.config.route?.security === 'AdminToken' ? 'admin_token' : 'api_key')
       // Past its budget of failures, the client address is answered 429 instead (rate-limit.ts).
-      problem = (await limits.countAuthFailure(request)) ?? problem
+      const refused = await limits.countAuthFailure(request)
+      if (refused) {
+        problem = refused
+        metrics.rateLimited('auth_failures')
+      }
+    } else if (problem.status === 429) {
+      metrics.rateLimited(rateLimitCategory(request))
     }
+    if (problem.code === 'unavailable') metrics.unavailable(problem.cause)
     if (problem.status >= 500 && problem.code !== 'not_implemented') {
       request.log.error({ err: loggableError(error) }, problem.code)
     }

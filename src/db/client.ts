@@ -26,7 +26,26 @@ export interface DbHandle {
   readonly description: string
   /** Applies the migrations in drizzle/ that have not run yet, then renders the bodies that have no HTML (backfill.ts). */
   migrate(): Promise<void>
+  /** The pool as it is at this moment, for the metrics: read-only, costs nothing. */
+  poolStats(): PoolStats
   close(): Promise<void>
+}
+
+/**
+ * How busy the database pool is. A slot is a place for one statement or transaction: on
+ * PostgreSQL one per pooled connection, or PIPELINE_DEPTH per connection while PostgreSQL answers
+ * (see ConnectGate); the embedded PGlite is one connection with one slot, running one statement
+ * at a time.
+ */
+export interface PoolStats {
+  /** Connections the pool may open (DB_POOL_SIZE; 1 for PGlite). */
+  connections: number
+  /** Statements or transactions that may run at once now. */
+  slots: number
+  /** Slots taken. */
+  inUse: number
+  /** Statements or transactions waiting for a slot. */
+  waiting: number
 }
 
 /** Serialises migrations of several instances starting at once against one database. */
@@ -77,7 +96,8 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       // The default reconnect delay grows to 20 s and is shared by the pool; retry quickly instead.
       backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
     })
-    const gate = new ConnectGate(options.poolSize ?? 10, PIPELINE_DEPTH, (options.connectTimeout ?? 5) * 1000)
+    const connections = options.poolSize ?? 10
+    const gate = new ConnectGate(connections, PIPELINE_DEPTH, (options.connectTimeout ?? 5) * 1000)
     const db = drizzlePostgres(preparedByDefault(gated(client, gate)), { schema }) as unknown as Database
     return {
       db,
@@ -96,6 +116,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
           await single.end({ timeout: 5 })
         }
       },
+      poolStats: () => ({ connections, ...gate.stats() }),
       close: () => client.end({ timeout: 5 }),
     }
   }
@@ -117,6 +138,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder })
       await backfill(db)
     },
+    poolStats: () => ({ connections: 1, slots: 1, inUse: Math.min(client.pending, 1), waiting: Math.max(client.pending - 1, 0) }),
     close: async () => {
       try {
         await client.close()
@@ -180,6 +202,11 @@ export class ConnectGate {
 
   private get slots(): number {
     return this.answering ? this.connections * this.pipelineDepth : this.connections
+  }
+
+  /** Slots now, taken and waited for (PoolStats, for the metrics). */
+  stats(): { slots: number; inUse: number; waiting: number } {
+    return { slots: this.slots, inUse: this.running, waiting: this.waiting.length }
   }
 
   async run<T>(work: () => PromiseLike<T>): Promise<T> {

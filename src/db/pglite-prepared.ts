@@ -28,23 +28,39 @@ const isStalePlan = (error: unknown) => (error as { code?: string }).code === '0
 export class PreparedPGlite extends PGlite {
   readonly #statements = new Map<string, Statement>()
   #named = 0
+  #pending = 0
+
+  /** Statements and transactions running or waiting for PGlite's one connection (the pool's view, for the metrics). */
+  get pending(): number {
+    return this.#pending
+  }
 
   override async query<T>(text: string, params: unknown[] = [], options?: QueryOptions): Promise<Results<T>> {
-    if (options?.blob || options?.paramTypes) return super.query<T>(text, params, options)
-    await this._checkReady()
-    const results = await this._runExclusiveTransaction(() => this.#run<T>(text, params, options))
-    // As PGlite's own query: outside a transaction, what the statement wrote reaches the file system.
-    await this.syncToFs()
-    return results
+    this.#pending++
+    try {
+      if (options?.blob || options?.paramTypes) return await super.query<T>(text, params, options)
+      await this._checkReady()
+      const results = await this._runExclusiveTransaction(() => this.#run<T>(text, params, options))
+      // As PGlite's own query: outside a transaction, what the statement wrote reaches the file system.
+      await this.syncToFs()
+      return results
+    } finally {
+      this.#pending--
+    }
   }
 
   override async transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
-    return super.transaction((tx) => {
-      // The transaction already holds PGlite's lock: its statements take only the statement lock.
-      const query = <R>(text: string, params?: unknown[], options?: QueryOptions) =>
-        options?.blob || options?.paramTypes ? tx.query<R>(text, params, options) : this.#run<R>(text, params ?? [], options)
-      return callback(Object.assign(Object.create(tx) as Transaction, { query }))
-    })
+    this.#pending++
+    try {
+      return await super.transaction((tx) => {
+        // The transaction already holds PGlite's lock: its statements take only the statement lock.
+        const query = <R>(text: string, params?: unknown[], options?: QueryOptions) =>
+          options?.blob || options?.paramTypes ? tx.query<R>(text, params, options) : this.#run<R>(text, params ?? [], options)
+        return callback(Object.assign(Object.create(tx) as Transaction, { query }))
+      })
+    } finally {
+      this.#pending--
+    }
   }
 
   #run<T>(text: string, params: unknown[], options: QueryOptions | undefined): Promise<Results<T>> {

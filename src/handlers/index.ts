@@ -4,6 +4,7 @@ import * as programs from './beta-programs.js'
 import * as testers from './beta-testers.js'
 import * as changelog from './changelog.js'
 import * as feedback from './feedback.js'
+import * as metrics from './metrics.js'
 import * as ops from './ops.js'
 import * as portalBeta from './portal-beta.js'
 import * as portalChangelog from './portal-changelog.js'
@@ -40,6 +41,7 @@ export const handlers = {
   adminUpdateProject: admin.adminUpdateProject,
   adminCreateApiKey: admin.adminCreateApiKey,
   adminRevokeApiKey: admin.adminRevokeApiKey,
+  getMetrics: metrics.getMetrics,
   getHealth: ops.getHealth,
   getReady: ops.getReady,
   getOpenApiJson: ops.getOpenApiJson,

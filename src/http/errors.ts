@@ -37,9 +37,10 @@ export class ApiError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
-    readonly options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+    readonly options: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
-    super(detail)
+    // The cause stays on the server (metrics tell a statement timeout from an outage by it).
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause })
     this.status = STATUS[code]
   }
 }
@@ -154,7 +155,7 @@ export function toApiError(error: FastifyError & { validation?: AjvError[]; vali
       return new ApiError('invalid_json', 'The body is not valid JSON.')
   }
   if (isUnavailable(error)) {
-    return new ApiError('unavailable', 'The database is unavailable; retry shortly.', { headers: { 'retry-after': '2' } })
+    return new ApiError('unavailable', 'The database is unavailable; retry shortly.', { headers: { 'retry-after': '2' }, cause: error })
   }
   // Anything else a client could have caused carries a 4xx statusCode from Fastify
   // (a malformed URL, say). Everything without one is ours.

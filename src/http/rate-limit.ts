@@ -29,6 +29,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from './errors.js'
+import type { RateLimitCategory } from './metrics.js'
 import { boundedStore } from './rate-limit-store.js'
 
 /** What a counted response may carry (Retry-After only beyond the budget). */
@@ -112,6 +113,16 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, no
       return new ApiError('rate_limited', `More than ${budget.max} failed authentications a minute from this address; retry in ${seconds(budget.ttlInSeconds)}.`, { headers: retry })
     },
   }
+}
+
+/**
+ * The budget a 429 for this request came from, but the failed-authentication budget, which the
+ * error handler knows apart: the routes each budget covers, as registered above and in ownRateLimit.
+ */
+export function rateLimitCategory(request: FastifyRequest): Exclude<RateLimitCategory, 'auth_failures'> {
+  if (isOperator(request)) return 'operator'
+  if (!isPublic(request)) return 'api_key'
+  return request.routeOptions.config.route?.operationId === 'submitBetaSignup' ? 'signup' : 'portal_address'
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Database } from '../db/client.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
+import type { Metrics } from './metrics.js'
 
 export type { OperationId }
 type Op<K extends OperationId> = operations[K]
@@ -95,6 +96,8 @@ export interface AppContext {
   /** The published OpenAPI document, parsed and as the original YAML text. */
   spec: { json: object; yaml: string }
   ping(): Promise<void>
+  /** This app's metrics, served by GET /metrics. */
+  metrics: Metrics
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>

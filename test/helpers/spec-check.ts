@@ -37,6 +37,20 @@ function pointer(node: AnyObject): string {
   return `openapi#${node.$ref ? node.$ref.slice(1) : ''}`
 }
 
+/**
+ * The documented media type a Content-Type header matches: the same type, carrying every
+ * parameter the spec names (`text/plain; version=0.0.4` for the metrics), as Prism matches them.
+ */
+function documentedMedia(content: AnyObject, header: string): AnyObject | undefined {
+  const parts = (value: string) => value.split(';').map((part) => part.trim().toLowerCase())
+  const [type, ...parameters] = parts(header)
+  const key = Object.keys(content).find((documented) => {
+    const [documentedType, ...required] = parts(documented)
+    return documentedType === type && required.every((parameter) => parameters.includes(parameter))
+  })
+  return key === undefined ? undefined : content[key]
+}
+
 export interface CheckedResponse {
   statusCode: number
   headers: Record<string, unknown>
@@ -66,7 +80,7 @@ export function specProblems(method: string, url: string, res: CheckedResponse):
     if (res.body !== '') problems.push(`${op.operationId} ${res.statusCode}: documented without a body but sent one`)
     return problems
   }
-  const media = response.content[contentType]
+  const media = documentedMedia(response.content, String(res.headers['content-type'] ?? ''))
   if (!media) {
     problems.push(`${op.operationId} ${res.statusCode}: content type ${contentType} is not documented (${Object.keys(response.content).join(', ')})`)
     return problems

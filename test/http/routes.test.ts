@@ -87,3 +87,16 @@ t.test('the reference page refuses unknown query parameters like every operation
   t.equal(res.status, 400)
   t.equal(res.json.code, 'validation_failed')
 })
+
+// Spectral's owasp:api5:2023-admin-security-unique, held exactly (.spectral.yaml says why it is off).
+t.test('the operator token secures /admin/* and /metrics, and nothing else secures them', async (t) => {
+  const operator = (path: string) => path.startsWith('/admin/') || path === '/metrics'
+  for (const [path, item] of Object.entries(spec.paths as Record<string, Record<string, { security?: Record<string, string[]>[] }>>)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue
+      const schemes = (op.security ?? (spec as { security?: Record<string, string[]>[] }).security ?? []).flatMap((s) => Object.keys(s))
+      if (operator(path)) t.same(schemes, ['AdminToken'], `${method.toUpperCase()} ${path}: the operator token only`)
+      else t.notOk(schemes.includes('AdminToken'), `${method.toUpperCase()} ${path}: not the operator token`)
+    }
+  }
+})

@@ -1,0 +1,143 @@
+// Metrics for operators, served by GET /metrics (behind ADMIN_TOKEN) in Prometheus's text
+// format, by prom-client.
+//
+// Every label value comes from a fixed set, so the number of series stays bounded whatever
+// clients send: the route is the template the router matched (`/v1/beta/programs/:id`, the same
+// value as the request log line's `route`), or `unmatched` for everything the not-found handler
+// or the router's own errors answered; the method is one of the few Node's HTTP parser accepts;
+// the status, category and credential come from our code. No id, key, token, email or raw path
+// is ever a label.
+//
+// Each app has a registry of its own (tests build several apps in one process), never
+// prom-client's global one. The process metrics (collectDefaultMetrics) are the process's, not
+// an app's, and some of them start monitors that are never stopped (an event-loop delay
+// histogram, a GC observer): they are collected once per process, in a registry of their own,
+// and appended to each app's text.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { PoolStats } from '../db/client.js'
+
+/** The route label of a request no route matched (404 and 405 from the not-found handler, a URL the router refused). */
+export const UNMATCHED = 'unmatched'
+
+/**
+ * Which budget a 429 came from (rate-limit.ts): an API key's, a portal client address's, public
+ * signup's, an operator operation's, or a client address's failed-authentication budget.
+ */
+export const RATE_LIMIT_CATEGORIES = ['api_key', 'portal_address', 'signup', 'operator', 'auth_failures'] as const
+export type RateLimitCategory = (typeof RATE_LIMIT_CATEGORIES)[number]
+
+/** What a failed authentication presented: an API key (or nothing) on /v1, or a wrong ADMIN_TOKEN. */
+export const CREDENTIALS = ['api_key', 'admin_token'] as const
+export type Credential = (typeof CREDENTIALS)[number]
+
+/**
+ * Latency buckets in seconds: a read answers in about a millisecond, and a request waits at most
+ * DB_CONNECT_TIMEOUT (5 s by default) for the database before it is answered 503.
+ */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** SQLSTATE 57014: PostgreSQL cancelled the statement, here always for statement_timeout. */
+function isStatementTimeout(error: unknown): boolean {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: unknown }).code === '57014') return true
+  }
+  return false
+}
+
+let processRegistry: Registry | undefined
+/** The process metrics, collected once per process (see above). */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry()
+    collectDefaultMetrics({ register: processRegistry })
+  }
+  return processRegistry
+}
+
+export function makeMetrics(poolStats: () => PoolStats) {
+  const registry = new Registry()
+  const registers = [registry]
+  const labelNames = ['method', 'route', 'status'] as const
+
+  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered, by method, route template and status.', labelNames, registers })
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving a request to sending its response, by method, route template and status.',
+    labelNames,
+    buckets: DURATION_BUCKETS,
+    registers,
+  })
+  const rateLimited = new Counter({
+    name: 'http_rate_limited_total',
+    help: 'Requests answered 429 rate_limited, by the budget that ran out: api_key, portal_address, signup, operator or auth_failures (a client address past AUTH_FAILURES_PER_MINUTE).',
+    labelNames: ['category'] as const,
+    registers,
+  })
+  const authFailures = new Counter({
+    name: 'http_auth_failures_total',
+    help: 'Failed authentications (a missing, malformed, unknown or revoked API key; a wrong ADMIN_TOKEN), by credential; those answered 429 past the address budget included.',
+    labelNames: ['credential'] as const,
+    registers,
+  })
+  const unavailable = new Counter({
+    name: 'db_unavailable_total',
+    help: 'Requests answered 503 unavailable because the database could not serve them (unreachable, refusing, or a statement cancelled by its timeout).',
+    registers,
+  })
+  const statementTimeouts = new Counter({
+    name: 'db_statement_timeouts_total',
+    help: 'Statements cancelled by PostgreSQL after DB_STATEMENT_TIMEOUT_MS (SQLSTATE 57014), each answered 503 unavailable.',
+    registers,
+  })
+  // Zero from the start, so that rate() and absence alerts see every series before its first event.
+  for (const category of RATE_LIMIT_CATEGORIES) rateLimited.inc({ category }, 0)
+  for (const credential of CREDENTIALS) authFailures.inc({ credential }, 0)
+
+  // Read when scraped, never on a request's path.
+  const pool = (name: string, help: string, read: (stats: PoolStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(read(poolStats()))
+      },
+    })
+  pool('db_pool_connections', 'Connections the database pool may open (DB_POOL_SIZE; 1 for the embedded database).', (s) => s.connections)
+  pool(
+    'db_pool_slots',
+    'Statements or transactions that may run at once: on PostgreSQL one per connection until it answers, then 8 pipelined per connection; 1 for the embedded database.',
+    (s) => s.slots,
+  )
+  pool('db_pool_slots_in_use', 'Statements or transactions running now.', (s) => s.inUse)
+  pool('db_pool_waiting', 'Statements or transactions waiting for a free slot.', (s) => s.waiting)
+
+  return {
+    /** Counts an answered request (the onResponse hook; the router's own errors skip hooks and call it themselves). */
+    observe(request: FastifyRequest, reply: FastifyReply): void {
+      // One labels object for both: prom-client hashes it, nothing else is allocated here.
+      const labels = { method: request.method, route: request.routeOptions.url ?? UNMATCHED, status: reply.statusCode }
+      requests.inc(labels)
+      duration.observe(labels, reply.elapsedTime / 1000)
+    },
+    authFailure(credential: Credential): void {
+      authFailures.inc({ credential })
+    },
+    rateLimited(category: RateLimitCategory): void {
+      rateLimited.inc({ category })
+    },
+    /** A 503 unavailable, with the error that caused it. */
+    unavailable(cause: unknown): void {
+      unavailable.inc()
+      if (isStatementTimeout(cause)) statementTimeouts.inc()
+    },
+    /** The exposition text: this app's metrics, then the process's. */
+    async text(): Promise<string> {
+      return (await registry.metrics()) + (await processMetrics().metrics())
+    },
+    contentType: registry.contentType as string,
+  }
+}
+
+export type Metrics = ReturnType<typeof makeMetrics>
