@@ -1253,7 +1253,7 @@ export interface components {
             };
         };
         /**
-         * @description `unauthorized`: the key is missing, malformed, unknown or revoked. Sent without
+         * @description `unauthorized`: the key is missing, malformed, unknown, revoked or expired. Sent without
          *     `RateLimit-*` headers (no such key has a budget). Each counts against the client
          *     address's budget of failed authentications; beyond it, `429` (see `TooManyRequests`).
          */

@@ -1,7 +1,7 @@
 // Authentication, the beta feature and the plan are checked here for every route, from the
 // route's tag, security and method, before the body is even read, so the contract's precedence
 // holds: 401, then 403 (beta before plan), then 429, then 400. Nothing about a key is cached:
-// operator changes (revocation, plan, beta feature) apply to the very next request, on every
+// operator changes (revocation, expiry, plan, beta feature) apply to the very next request, on every
 // instance.
 //
 // It takes two steps. `identify` (onRequest) refuses a missing or malformed key and hashes it.
