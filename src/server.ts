@@ -40,8 +40,9 @@ async function createDemoProject(config: Config, database: DbHandle): Promise<vo
 function maskedDatabaseUrl(url: string): string {
   try {
     const u = new URL(url)
-    if (!u.password) return url
-    return `${u.protocol}//${u.username}:<password>@${u.host}${u.pathname}${u.search}`
+    if (!u.password && !u.searchParams.has('password')) return url
+    const search = u.search.replace(/([?&]password=)[^&]*/, '$1<password>')
+    return `${u.protocol}//${u.username}${u.password ? ':<password>' : ''}@${u.host}${u.pathname}${search}`
   } catch {
     return '...'
   }
@@ -80,7 +81,8 @@ try {
   app = await buildApp(config, database)
   await app.listen({ port: config.port, host: config.host })
   await createDemoProject(config, database)
-  await firstProjectHint(config, database, (app.server.address() as AddressInfo).port)
+  // A convenience: a database that stops answering right now is for the requests to report.
+  await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
 } catch (error) {
   const problem = setupProblem(error, config)
   if (!problem) throw error
