@@ -291,12 +291,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List projects
+         * @description Every project, newest first (`created_at desc, id desc`), paged like every list: by
+         *     `offset`, or by `cursor` with the previous page's `pagination.next_cursor`.
+         */
+        get: operations["adminListProjects"];
         put?: never;
         /**
          * Create a project and its first API key
          * @description Creates a project (`plan` `free` and `beta_enabled` `false` unless sent) and its first
-         *     API key. The key is shown in this response only; the service keeps a SHA-256 hash.
+         *     API key. The key is shown in this response only; the service keeps a SHA-256 hash. The
+         *     key's record (its `id`, to name, expire or revoke it) is in the project's key list,
+         *     `GET /admin/v1/projects/{id}/api-keys`, like every other key's.
          *     `Idempotency-Key` is not supported here: the answer holds a secret, and no answer that
          *     holds one is ever stored.
          */
@@ -345,12 +352,22 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a project's API keys
+         * @description Every key of the project, the one created with the project and revoked ones included,
+         *     newest first (`created_at desc, id desc`), paged like every list. A key is shown by its
+         *     `prefix`, never whole. `last_used_at` tells whether a key is still in use before it is
+         *     retired (see `ApiKey`).
+         */
+        get: operations["adminListApiKeys"];
         put?: never;
         /**
          * Issue an API key
-         * @description Issues one more API key for the project (for rotation: issue a new key, deploy it,
-         *     then revoke the old one). The key is shown in this response only. No request body.
+         * @description Issues one more API key for the project, optionally with a `name` and an `expires_at`
+         *     (a past `expires_at` is `400`). The key is shown in this response only. The body is
+         *     optional: a request without one (no `Content-Type` either) issues a key with neither.
+         *     Rotation: issue a new key, move the callers to it (the old key's `last_used_at` shows
+         *     when they have), then set the old key's `expires_at` or revoke it.
          *     `Idempotency-Key` is not supported here, since the answer holds a secret.
          */
         post: operations["adminCreateApiKey"];
@@ -378,12 +395,22 @@ export interface paths {
         /**
          * Revoke an API key
          * @description Revokes the key at once: its very next request is `401`. Revoking a key that is already
-         *     revoked answers `204` again.
+         *     revoked answers `204` again. The key stays in the project's list, with `revoked_at`.
          */
         delete: operations["adminRevokeApiKey"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Name or expire an API key
+         * @description Changes only the fields sent; `null` clears one. An empty body is a `200` no-op.
+         *     `expires_at` must be in the future (`400` otherwise; to stop a key now, revoke it): from
+         *     that moment the key is `401`, like a revoked key, on every instance, checked by the
+         *     database's clock on each request. Until then the date may be moved or cleared, and a
+         *     key that has expired works again once its `expires_at` is moved into the future or
+         *     cleared. Revocation is final: a revoked key may still be renamed or given an expiry,
+         *     for the record, and stays revoked.
+         */
+        patch: operations["adminUpdateApiKey"];
         trace?: never;
     };
     "/metrics": {
@@ -1070,6 +1097,10 @@ export interface components {
         ProjectEnvelope: {
             data: components["schemas"]["Project"];
         };
+        ProjectList: {
+            data: components["schemas"]["Project"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /** @description The API key itself. Shown once; store it in your secret manager. */
         ApiKeySecret: string;
         ProjectWithKey: {
@@ -1080,7 +1111,48 @@ export interface components {
             id: string;
             /** @description The key's first characters, to recognise it in a list. */
             prefix: string;
+            /** @description The operator's label for the key; `null` when it has none. */
+            name: string | null;
             created_at: components["schemas"]["Timestamp"];
+            /** @description From this moment the key is `401`; `null` when it does not expire. */
+            expires_at: components["schemas"]["Timestamp"] | null;
+            /**
+             * @description The time of the key's latest accepted request (any answer but `401`, a `403` or
+             *     `429` included), to within about a minute. Each server instance notes it in memory,
+             *     off the request's path, and writes what it noted every 10 seconds; a key's row is
+             *     written at most once a minute, whichever instance writes it. So while the key is in
+             *     use the value may trail its latest request by a minute or a little more, and once
+             *     requests stop it settles on the exact time of the last one (within three minutes).
+             *     It is always the time of a real request of the key. `null` until the key is first
+             *     used.
+             */
+            last_used_at: components["schemas"]["Timestamp"] | null;
+            /** @description When the key was revoked; `null` while it is not. */
+            revoked_at: components["schemas"]["Timestamp"] | null;
+        };
+        /** @description 1 to 100 characters after trimming surrounding white space; stored trimmed. */
+        ApiKeyName: string;
+        /**
+         * @description When the key stops working: a timestamp with a zone, in the future (`400` otherwise), or
+         *     `null` for never.
+         */
+        ApiKeyExpiry: components["schemas"]["InputTimestamp"] | null;
+        /** @description Both fields are optional; omitted or `null`, the key has no name and does not expire. */
+        ApiKeyCreate: {
+            name?: components["schemas"]["ApiKeyName"] | null;
+            expires_at?: components["schemas"]["ApiKeyExpiry"];
+        };
+        /** @description Only the fields sent change; `null` clears one. */
+        ApiKeyUpdate: {
+            name?: components["schemas"]["ApiKeyName"] | null;
+            expires_at?: components["schemas"]["ApiKeyExpiry"];
+        };
+        ApiKeyEnvelope: {
+            data: components["schemas"]["ApiKey"];
+        };
+        ApiKeyList: {
+            data: components["schemas"]["ApiKey"][];
+            pagination: components["schemas"]["Pagination"];
         };
         ApiKeyWithSecret: {
             data: components["schemas"]["ApiKey"];
@@ -1241,7 +1313,7 @@ export interface components {
             };
         };
         /**
-         * @description `unauthorized`: the key is missing, malformed, unknown or revoked. Sent without
+         * @description `unauthorized`: the key is missing, malformed, unknown, revoked or expired. Sent without
          *     `RateLimit-*` headers (no such key has a budget). Each counts against the client
          *     address's budget of failed authentications; beyond it, `429` (see `TooManyRequests`).
          */
@@ -2463,6 +2535,56 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    adminListProjects: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit25"];
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
+                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of projects. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     adminCreateProject: {
         parameters: {
             query?: never;
@@ -2572,6 +2694,59 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    adminListApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit25"];
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
+                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description A project id (`prj_...`). Any other value is `404`. */
+                id: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the project's keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     adminCreateApiKey: {
         parameters: {
             query?: never;
@@ -2582,7 +2757,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
         responses: {
             /** @description The new key, shown once. */
             201: {
@@ -2601,6 +2780,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2635,6 +2815,47 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    adminUpdateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A project id (`prj_...`). Any other value is `404`. */
+                id: components["parameters"]["ProjectId"];
+                /** @description An API key id (`key_...`) of that project. Any other value is `404`. */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated key. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

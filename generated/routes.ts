@@ -13,6 +13,8 @@ export interface RouteSpec {
   tag: 'beta' | 'changelog' | 'admin' | 'ops' | 'portal'
   security: 'ApiKey' | 'AdminToken' | 'none'
   schema: { params: JsonSchema; querystring: JsonSchema; body?: JsonSchema; response: Record<string, JsonSchema> }
+  /** Set when the request body is optional (`requestBody.required` is not true). */
+  bodyOptional?: true
 }
 
 export const routes: RouteSpec[] = [
@@ -2526,6 +2528,140 @@ export const routes: RouteSpec[] = [
     }
   },
   {
+    "operationId": "adminListProjects",
+    "method": "GET",
+    "path": "/admin/v1/projects",
+    "url": "/admin/v1/projects",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "limit": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 25
+          },
+          "offset": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 0,
+            "maximum": 1000000
+          },
+          "cursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 512,
+            "pattern": "^[A-Za-z0-9_-]+$"
+          }
+        }
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "data",
+            "pagination"
+          ],
+          "properties": {
+            "data": {
+              "type": "array",
+              "maxItems": 100,
+              "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": [
+                  "id",
+                  "name",
+                  "plan",
+                  "beta_enabled",
+                  "created_at"
+                ],
+                "properties": {
+                  "id": {
+                    "type": "string",
+                    "maxLength": 25,
+                    "pattern": "^prj_[0-9A-Za-z]{21}$"
+                  },
+                  "name": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 200
+                  },
+                  "plan": {
+                    "type": "string",
+                    "enum": [
+                      "free",
+                      "pro"
+                    ],
+                    "description": "`pro` is needed for writes."
+                  },
+                  "beta_enabled": {
+                    "type": "boolean"
+                  },
+                  "created_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "maxLength": 24,
+                    "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                    "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                  }
+                }
+              }
+            },
+            "pagination": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "limit",
+                "offset",
+                "has_more",
+                "next_cursor"
+              ],
+              "properties": {
+                "limit": {
+                  "type": "integer",
+                  "format": "int32",
+                  "minimum": 1,
+                  "maximum": 100
+                },
+                "offset": {
+                  "type": "integer",
+                  "format": "int32",
+                  "minimum": 0,
+                  "maximum": 2147483647,
+                  "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
+                },
+                "has_more": {
+                  "type": "boolean",
+                  "description": "Whether a further page exists."
+                },
+                "next_cursor": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "maxLength": 512,
+                  "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  },
+  {
     "operationId": "adminCreateProject",
     "method": "POST",
     "path": "/admin/v1/projects",
@@ -2814,6 +2950,193 @@ export const routes: RouteSpec[] = [
     }
   },
   {
+    "operationId": "adminListApiKeys",
+    "method": "GET",
+    "path": "/admin/v1/projects/{id}/api-keys",
+    "url": "/admin/v1/projects/:id/api-keys",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "limit": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 25
+          },
+          "offset": {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 0,
+            "maximum": 1000000
+          },
+          "cursor": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 512,
+            "pattern": "^[A-Za-z0-9_-]+$"
+          }
+        }
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "data",
+            "pagination"
+          ],
+          "properties": {
+            "data": {
+              "type": "array",
+              "maxItems": 100,
+              "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": [
+                  "id",
+                  "prefix",
+                  "name",
+                  "created_at",
+                  "expires_at",
+                  "last_used_at",
+                  "revoked_at"
+                ],
+                "properties": {
+                  "id": {
+                    "type": "string",
+                    "maxLength": 25,
+                    "pattern": "^key_[0-9A-Za-z]{21}$"
+                  },
+                  "prefix": {
+                    "type": "string",
+                    "maxLength": 8,
+                    "pattern": "^fbk_[A-Za-z0-9_-]{4}$",
+                    "description": "The key's first characters, to recognise it in a list."
+                  },
+                  "name": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "description": "The operator's label for the key; `null` when it has none."
+                  },
+                  "created_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "maxLength": 24,
+                    "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                    "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                  },
+                  "expires_at": {
+                    "description": "From this moment the key is `401`; `null` when it does not expire.",
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "format": "date-time",
+                        "maxLength": 24,
+                        "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                        "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
+                  },
+                  "last_used_at": {
+                    "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes).\nIt is always the time of a real request of the key. `null` until the key is first\nused.\n",
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "format": "date-time",
+                        "maxLength": 24,
+                        "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                        "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
+                  },
+                  "revoked_at": {
+                    "description": "When the key was revoked; `null` while it is not.",
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "format": "date-time",
+                        "maxLength": 24,
+                        "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                        "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
+                  }
+                }
+              }
+            },
+            "pagination": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "limit",
+                "offset",
+                "has_more",
+                "next_cursor"
+              ],
+              "properties": {
+                "limit": {
+                  "type": "integer",
+                  "format": "int32",
+                  "minimum": 1,
+                  "maximum": 100
+                },
+                "offset": {
+                  "type": "integer",
+                  "format": "int32",
+                  "minimum": 0,
+                  "maximum": 2147483647,
+                  "description": "The number of items before this page: the `offset` asked for, or, on a page read with\n`cursor`, the position the cursor holds (which can exceed the 1000000 that `offset`\naccepts).\n"
+                },
+                "has_more": {
+                  "type": "boolean",
+                  "description": "Whether a further page exists."
+                },
+                "next_cursor": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "maxLength": 512,
+                  "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  },
+  {
     "operationId": "adminCreateApiKey",
     "method": "POST",
     "path": "/admin/v1/projects/{id}/api-keys",
@@ -2838,6 +3161,41 @@ export const routes: RouteSpec[] = [
         "additionalProperties": false,
         "properties": {}
       },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Both fields are optional; omitted or `null`, the key has no name and does not expire.",
+        "properties": {
+          "name": {
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 1000,
+                "pattern": "^\\s*\\S(?:[\\s\\S]{0,98}\\S)?\\s*$",
+                "description": "1 to 100 characters after trimming surrounding white space; stored trimmed."
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "expires_at": {
+            "description": "When the key stops working: a timestamp with a zone, in the future (`400` otherwise), or\n`null` for never.\n",
+            "oneOf": [
+              {
+                "type": "string",
+                "format": "date-time",
+                "maxLength": 64,
+                "pattern": "^[1-9][0-9]{3}-",
+                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          }
+        }
+      },
       "response": {
         "201": {
           "type": "object",
@@ -2853,7 +3211,11 @@ export const routes: RouteSpec[] = [
               "required": [
                 "id",
                 "prefix",
-                "created_at"
+                "name",
+                "created_at",
+                "expires_at",
+                "last_used_at",
+                "revoked_at"
               ],
               "properties": {
                 "id": {
@@ -2867,12 +3229,66 @@ export const routes: RouteSpec[] = [
                   "pattern": "^fbk_[A-Za-z0-9_-]{4}$",
                   "description": "The key's first characters, to recognise it in a list."
                 },
+                "name": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "minLength": 1,
+                  "maxLength": 100,
+                  "description": "The operator's label for the key; `null` when it has none."
+                },
                 "created_at": {
                   "type": "string",
                   "format": "date-time",
                   "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "expires_at": {
+                  "description": "From this moment the key is `401`; `null` when it does not expire.",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "last_used_at": {
+                  "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes).\nIt is always the time of a real request of the key. `null` until the key is first\nused.\n",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "revoked_at": {
+                  "description": "When the key was revoked; `null` while it is not.",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 }
               }
             },
@@ -2881,6 +3297,171 @@ export const routes: RouteSpec[] = [
               "maxLength": 44,
               "pattern": "^fbk_[A-Za-z0-9_-]{40}$",
               "description": "The API key itself. Shown once; store it in your secret manager."
+            }
+          }
+        }
+      }
+    },
+    "bodyOptional": true
+  },
+  {
+    "operationId": "adminUpdateApiKey",
+    "method": "PATCH",
+    "path": "/admin/v1/projects/{id}/api-keys/{key_id}",
+    "url": "/admin/v1/projects/:id/api-keys/:key_id",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "id": {
+            "type": "string"
+          },
+          "key_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "id",
+          "key_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Only the fields sent change; `null` clears one.",
+        "properties": {
+          "name": {
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 1000,
+                "pattern": "^\\s*\\S(?:[\\s\\S]{0,98}\\S)?\\s*$",
+                "description": "1 to 100 characters after trimming surrounding white space; stored trimmed."
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "expires_at": {
+            "description": "When the key stops working: a timestamp with a zone, in the future (`400` otherwise), or\n`null` for never.\n",
+            "oneOf": [
+              {
+                "type": "string",
+                "format": "date-time",
+                "maxLength": 64,
+                "pattern": "^[1-9][0-9]{3}-",
+                "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          }
+        }
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "data"
+          ],
+          "properties": {
+            "data": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "id",
+                "prefix",
+                "name",
+                "created_at",
+                "expires_at",
+                "last_used_at",
+                "revoked_at"
+              ],
+              "properties": {
+                "id": {
+                  "type": "string",
+                  "maxLength": 25,
+                  "pattern": "^key_[0-9A-Za-z]{21}$"
+                },
+                "prefix": {
+                  "type": "string",
+                  "maxLength": 8,
+                  "pattern": "^fbk_[A-Za-z0-9_-]{4}$",
+                  "description": "The key's first characters, to recognise it in a list."
+                },
+                "name": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "minLength": 1,
+                  "maxLength": 100,
+                  "description": "The operator's label for the key; `null` when it has none."
+                },
+                "created_at": {
+                  "type": "string",
+                  "format": "date-time",
+                  "maxLength": 24,
+                  "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                  "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "expires_at": {
+                  "description": "From this moment the key is `401`; `null` when it does not expire.",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "last_used_at": {
+                  "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes).\nIt is always the time of a real request of the key. `null` until the key is first\nused.\n",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "revoked_at": {
+                  "description": "When the key was revoked; `null` while it is not.",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                }
+              }
             }
           }
         }

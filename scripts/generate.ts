@@ -98,6 +98,9 @@ for (const [path, item] of Object.entries(doc.paths as JsonObject)) {
         ...(body ? { body } : {}),
         response,
       },
+      // A body the operation may go without (`required: false`): a request without one is
+      // validated as an empty object.
+      ...(body && op.requestBody.required !== true ? { bodyOptional: true } : {}),
     })
   }
 }
@@ -121,6 +124,8 @@ export interface RouteSpec {
   tag: 'beta' | 'changelog' | 'admin' | 'ops' | 'portal'
   security: 'ApiKey' | 'AdminToken' | 'none'
   schema: { params: JsonSchema; querystring: JsonSchema; body?: JsonSchema; response: Record<string, JsonSchema> }
+  /** Set when the request body is optional (\`requestBody.required\` is not true). */
+  bodyOptional?: true
 }
 
 export const routes: RouteSpec[] = ${JSON.stringify(routes, null, 2)}

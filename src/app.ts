@@ -21,6 +21,7 @@ import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, 
 import { registerIdempotency } from './http/idempotency.js'
 import { makeMetrics } from './http/metrics.js'
 import { RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
+import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
@@ -44,6 +45,7 @@ function loggableError(error: unknown): Record<string, unknown> {
 declare module 'fastify' {
   interface FastifyInstance {
     servedRoutes: readonly { method: string; url: string }[]
+    keyUsage: KeyUsage
   }
 }
 
@@ -62,10 +64,12 @@ function routerProblem(error: FastifyError): ApiError {
 export interface BuildOptions {
   /** Overrides the logger, for tests that read the log lines. */
   logger?: { stream: NodeJS.WritableStream }
-  /** The in-memory rate limits' clock, for tests that move time on. */
+  /** The in-memory rate limits' and last_used_at's clock, for tests that move time on. */
   now?: () => number
   /** Replaces the Markdown renderer, for tests that watch it. */
   markdown?: MarkdownRenderer
+  /** How often last_used_at is written (http/key-usage.ts), and for how many keys at most; tests also call app.keyUsage.flush(). */
+  keyUsage?: { intervalMs?: number; maxKeys?: number }
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -129,6 +133,15 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   // Registered before the plugins below, whose routes it does not count (rate-limit.ts).
   const limits = await registerRateLimit(app, config, options.now)
   const guard = makeGuard(ctx, limits)
+  const keyUsage = makeKeyUsage({
+    write: (uses) => ctx.repos.projects.recordKeyUse(uses),
+    log: app.log,
+    now: options.now,
+    ...options.keyUsage,
+  })
+  app.decorate('keyUsage', keyUsage)
+  // Written once more on close (SIGTERM), before server.ts closes the pool.
+  app.addHook('onClose', () => keyUsage.close())
   app.addHook('onRequest', guard.identify)
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id)
@@ -138,6 +151,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.addHook('onRequestAbort', logClientGone)
   app.addHook('onResponse', async (request, reply) => {
     metrics.observe(request, reply)
+    // After the response has gone: a Map set, the database is written by a timer (key-usage.ts).
+    if (guard.accepted(request, reply.statusCode)) keyUsage.record(request.credential!.keyHash)
     request.log.info(
       { method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',

@@ -3,6 +3,7 @@
 // Nothing a user sees is created before the port is bound: a start that cannot listen leaves
 // no demo project behind whose key nobody saw. What the operator must fix (a bad setting, a
 // busy port, a data directory another process holds) is one line on stderr and exit code 1.
+import type { AddressInfo } from 'node:net'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
@@ -35,6 +36,34 @@ async function createDemoProject(config: Config, database: DbHandle): Promise<vo
   )
 }
 
+/** DATABASE_URL as an operator may see it on the terminal: the password replaced by a placeholder. */
+function maskedDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (!u.password && !u.searchParams.has('password')) return url
+    const search = u.search.replace(/([?&]password=)[^&]*/, '$1<password>')
+    return `${u.protocol}//${u.username}${u.password ? ':<password>' : ''}@${u.host}${u.pathname}${search}`
+  } catch {
+    return '...'
+  }
+}
+
+/**
+ * On an empty PostgreSQL database nobody can call the API yet, and no demo project is made there
+ * (that is the embedded database's convenience): say how to make the first project and key.
+ */
+async function firstProjectHint(config: Config, database: DbHandle, port: number): Promise<void> {
+  if (database.kind !== 'postgres' || (await makeRepos(database.db).projects.count()) > 0) return
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  const body = `'{"name": "My project", "plan": "pro", "beta_enabled": true}'`
+  process.stdout.write(
+    `\nNo project yet in ${database.description}. Create the first one and its API key (printed once):\n` +
+      `  DATABASE_URL='${maskedDatabaseUrl(config.databaseUrl!)}' npm run admin -- create-project --name "My project" --plan pro --beta on\n` +
+      `or through the operator API${config.adminToken ? '' : ' (start the server with ADMIN_TOKEN set)'}:\n` +
+      `  curl -s -X POST http://${host}:${port}/admin/v1/projects -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' -d ${body}\n\n`,
+  )
+}
+
 let config: Config | undefined
 let database: DbHandle | undefined
 let app: FastifyInstance | undefined
@@ -52,6 +81,8 @@ try {
   app = await buildApp(config, database)
   await app.listen({ port: config.port, host: config.host })
   await createDemoProject(config, database)
+  // A convenience: a database that stops answering right now is for the requests to report.
+  await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
 } catch (error) {
   const problem = setupProblem(error, config)
   if (!problem) throw error

@@ -88,6 +88,16 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ path: `/admin/v1/projects/${pro.id}`, token: admin, expect: 200 })
   const extraKey = (await api.send({ method: 'POST', path: `/admin/v1/projects/${pro.id}/api-keys`, token: admin, expect: 201 })).json.data as { id: string }
   await api.send({ method: 'DELETE', path: `/admin/v1/projects/${pro.id}/api-keys/${extraKey.id}`, token: admin, expect: 204 })
+  // Keys that rotate: a named, expiring key, renamed and cleared; lists of projects and keys.
+  const namedKey = (await api.send({ method: 'POST', path: `/admin/v1/projects/${pro.id}/api-keys`, token: admin, json: { name: 'Prism', expires_at: '2099-01-01T00:00:00Z' }, expect: 201 })).json.data as { id: string }
+  await api.send({ method: 'POST', path: `/admin/v1/projects/${pro.id}/api-keys`, token: admin, json: { expires_at: '2001-01-01T00:00:00Z' }, expect: 400 })
+  await api.send({ method: 'PATCH', path: `/admin/v1/projects/${pro.id}/api-keys/${namedKey.id}`, token: admin, json: { name: 'Prism renamed' }, expect: 200 })
+  await api.send({ method: 'PATCH', path: `/admin/v1/projects/${pro.id}/api-keys/${namedKey.id}`, token: admin, json: { expires_at: '2001-01-01T00:00:00Z' }, expect: 400 })
+  await api.send({ method: 'PATCH', path: `/admin/v1/projects/${pro.id}/api-keys/${MISSING.key}`, token: admin, json: { name: 'x' }, expect: 404 })
+  const projectPage = await api.send({ path: '/admin/v1/projects?limit=2', token: admin, expect: 200 })
+  await api.send({ path: `/admin/v1/projects?limit=2&cursor=${projectPage.json.pagination.next_cursor}`, token: admin, expect: 200 })
+  await api.send({ path: `/admin/v1/projects/${MISSING.project}/api-keys`, token: admin, expect: 404 })
+  await plain.send({ path: '/admin/v1/projects', token: admin, expect: 404 })
   await api.send({ path: `/admin/v1/projects/${MISSING.project}`, token: admin, expect: 404 })
   await api.send({ method: 'PATCH', path: `/admin/v1/projects/${MISSING.project}`, token: admin, json: {}, expect: 404 })
   await api.send({ method: 'POST', path: `/admin/v1/projects/${MISSING.project}/api-keys`, token: admin, expect: 404 })
@@ -291,6 +301,10 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     await api.send({ path: `${path}?locale=pt-BR`, headers: { 'if-none-match': res.headers.get('etag')! }, expect: 304 })
     await api.send({ path: `/portal/${MISSING.project}/${page}`, expect: 404 })
   }
+
+  // The key list with every field set: a key used (its use written now, not in a minute) and one revoked.
+  await ctx.app.keyUsage.flush()
+  await api.send({ path: `/admin/v1/projects/${pro.id}/api-keys?limit=100`, token: admin, expect: 200 })
 
   // --- sweeps over the route table. Every path parameter gets a real id, so that only the
   // condition under test differs from a request that succeeds.

@@ -15,7 +15,11 @@ export const projects = pgTable(
     beta_enabled: boolean('beta_enabled').notNull().default(false),
     created_at: timestamptz('created_at').notNull().defaultNow(),
   },
-  (t) => [check('projects_plan_check', sql`${t.plan} in ('free', 'pro')`)],
+  (t) => [
+    // The operator's list, newest first.
+    index('projects_created_idx').on(t.created_at.desc(), t.id.desc()),
+    check('projects_plan_check', sql`${t.plan} in ('free', 'pro')`),
+  ],
 )
 
 export const api_keys = pgTable(
@@ -28,10 +32,22 @@ export const api_keys = pgTable(
     /** SHA-256 of the whole key, hex. The key itself is never stored. */
     key_hash: text('key_hash').notNull(),
     prefix: text('prefix').notNull(),
+    /** The operator's label for the key ("CI", "mobile app"), 1 to 100 characters, trimmed. */
+    name: text('name'),
     created_at: timestamptz('created_at').notNull().defaultNow(),
+    /** The key is refused from this moment on (compared with the database's now()). */
+    expires_at: timestamptz('expires_at'),
     revoked_at: timestamptz('revoked_at'),
+    /** The time of an accepted request of the key, written from memory by each instance (http/key-usage.ts). */
+    last_used_at: timestamptz('last_used_at'),
+    /** The database's time of the last write of last_used_at: it is written at most once a minute. Never shown. */
+    last_used_written_at: timestamptz('last_used_written_at'),
   },
-  (t) => [uniqueIndex('api_keys_key_hash_key').on(t.key_hash), index('api_keys_project_id_idx').on(t.project_id)],
+  (t) => [
+    uniqueIndex('api_keys_key_hash_key').on(t.key_hash),
+    // The project's keys, newest first; it also serves the foreign key's lookups.
+    index('api_keys_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+  ],
 )
 
 export const beta_programs = pgTable(

@@ -12,5 +12,13 @@ export function projectRecord(row: ProjectRow): Schemas['Project'] {
 }
 
 export function apiKeyRecord(row: ApiKeyRow): Schemas['ApiKey'] {
-  return { id: row.id, prefix: row.prefix, created_at: iso(row.created_at) }
+  return {
+    id: row.id,
+    prefix: row.prefix,
+    name: row.name ?? null,
+    created_at: iso(row.created_at),
+    expires_at: isoOrNull(row.expires_at),
+    last_used_at: isoOrNull(row.last_used_at),
+    revoked_at: isoOrNull(row.revoked_at),
+  }
 }

@@ -1,7 +1,7 @@
 // Authentication, the beta feature and the plan are checked here for every route, from the
 // route's tag, security and method, before the body is even read, so the contract's precedence
 // holds: 401, then 403 (beta before plan), then 429, then 400. Nothing about a key is cached:
-// operator changes (revocation, plan, beta feature) apply to the very next request, on every
+// operator changes (revocation, expiry, plan, beta feature) apply to the very next request, on every
 // instance.
 //
 // It takes two steps. `identify` (onRequest) refuses a missing or malformed key and hashes it.
@@ -27,9 +27,9 @@ declare module 'fastify' {
   interface FastifyRequest {
     /**
      * The presented API key, hashed (what rate limits count and key-scoped reads read by),
-     * whether it was looked up, and whether the request was counted against its budget.
+     * whether it was looked up and found live, and whether the request was counted against its budget.
      */
-    credential?: { keyHash: string; lookedUp: boolean; counted: boolean }
+    credential?: { keyHash: string; lookedUp: boolean; live: boolean; counted: boolean }
     principal?: Principal
     /** On key-scoped reads, the scope the handler reads by. */
     project?: KeyScope
@@ -62,7 +62,8 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
     const credential = request.credential!
     const project = await ctx.repos.projects.findByKeyHash(credential.keyHash)
     credential.lookedUp = true
-    if (!project) throw unauthorized('The API key is unknown or revoked.')
+    if (!project) throw unauthorized('The API key is unknown, revoked or expired.')
+    credential.live = true
     // A live key's requests all count, those refused by the gates too.
     const overBudget = await count(request, reply)
     if (route.tag === 'beta' && !project.beta_enabled) {
@@ -90,7 +91,7 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
 
       const key = bearer(request)
       if (!key || !isApiKeyShape(key)) throw unauthorized('A valid API key is required: Authorization: Bearer fbk_...')
-      request.credential = { keyHash: hashApiKey(key), lookedUp: false, counted: false }
+      request.credential = { keyHash: hashApiKey(key), lookedUp: false, live: false, counted: false }
     },
 
     async authorize(request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -107,6 +108,16 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
         await lookUp(request, reply, route)
       }
       request.project = { keyHash: request.credential.keyHash, beta: route.tag === 'beta' }
+    },
+
+    /**
+     * Whether the request was accepted with its key (answered anything but 401): the key was
+     * looked up and found live, or a key-scoped read found rows by it (a 2xx or 304 without a
+     * lookup; an answer without rows looks the key up). What last_used_at records.
+     */
+    accepted(request: FastifyRequest, status: number): boolean {
+      const credential = request.credential
+      return credential !== undefined && (credential.live || (!credential.lookedUp && status < 400))
     },
 
     /**

@@ -5,8 +5,8 @@
 //   together (the plugin's per-route budgets would let a key make the limit on every operation).
 //   Only a key found live gets a counter: the guard counts a request after the key's lookup
 //   (guard.ts), so random keys never take room from real ones. A key past its budget is still
-//   looked up before the 429: an unknown or revoked key is a 401, a disabled feature a 403.
-// - Failed authentications: every would-be 401 (a missing, malformed, unknown or revoked key, a
+//   looked up before the 429: an unknown, revoked or expired key is a 401, a disabled feature a 403.
+// - Failed authentications: every would-be 401 (a missing, malformed, unknown, revoked or expired key, a
 //   wrong admin token) counts against the client address; past AUTH_FAILURES_PER_MINUTE the
 //   address's would-be 401s are 429 until its window ends, while its requests with a live key
 //   go on as usual. Each still costs the one key lookup that tells the two apart.

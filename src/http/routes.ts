@@ -8,6 +8,10 @@ import { serializerSchema } from './serialization.js'
 import { ownRateLimit } from './rate-limit.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
 
+async function emptyBodyWhenNone(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined) request.body = {}
+}
+
 const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
 
 /** A page with no rows: on a key-scoped read, no proof that the key is live (see guard.ts). */
@@ -35,6 +39,8 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
         // Response schemas compile the serializer; tests validate responses against the spec.
         response: Object.fromEntries(Object.entries(route.schema.response).map(([status, schema]) => [status, serializerSchema(schema)])),
       },
+      // Sent without a body, an operation whose body is optional sees (and validates) `{}`.
+      ...(route.bodyOptional ? { preValidation: emptyBodyWhenNone } : {}),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
         if (isEmptyPage(result.body)) await guard.settle(request, reply)

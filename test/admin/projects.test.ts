@@ -122,3 +122,39 @@ t.test('without ADMIN_TOKEN the operator API does not exist', async (t) => {
   t.equal(res.status, 404)
   t.equal(res.json.code, 'not_found')
 })
+
+t.test('GET /admin/v1/projects lists every project, newest first, by offset and by cursor', async (t) => {
+  const app = await testApp()
+  const ours: string[] = []
+  for (const name of ['List A', 'List B', 'List C']) {
+    ours.unshift((await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name } })).json.data.id)
+  }
+  // Other test files may add projects meanwhile (on PostgreSQL the database is shared): walk the
+  // list by cursor, two a page, until ours have all gone by.
+  const seen: { id: string; created_at: string }[] = []
+  let cursor: string | null = null
+  let offset = 0
+  do {
+    const res = await call(t, app, { url: `/admin/v1/projects?limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: admin })
+    t.equal(res.status, 200)
+    t.equal(res.json.pagination.offset, offset, 'the page says how many rows came before it')
+    offset += res.json.data.length
+    seen.push(...res.json.data)
+    cursor = res.json.pagination.next_cursor
+  } while (cursor && !ours.every((id) => seen.some((p) => p.id === id)))
+  const ids = seen.map((p) => p.id)
+  t.equal(new Set(ids).size, ids.length, 'no project twice')
+  t.same(ids.filter((id) => ours.includes(id)), ours, 'ours, newest first')
+  for (let i = 1; i < seen.length; i++) {
+    const [a, b] = [seen[i - 1]!, seen[i]!]
+    t.ok(a.created_at > b.created_at || (a.created_at === b.created_at && a.id > b.id), 'created_at desc, id desc')
+  }
+
+  const byOffset = await call(t, app, { url: `/admin/v1/projects?limit=1&offset=${ids.indexOf(ours[1]!)}`, headers: admin })
+  t.ok(byOffset.json.data.length === 1 && typeof byOffset.json.pagination.has_more === 'boolean')
+  for (const query of ['limit=0', 'limit=101', 'offset=-1', 'cursor=nope', 'cursor=x&offset=0', 'status=x']) {
+    const res = await call(t, app, { url: `/admin/v1/projects?${query}`, headers: admin })
+    t.same([res.status, res.json.code], [400, 'validation_failed'], query)
+  }
+  t.equal((await call(t, app, { url: '/admin/v1/projects' })).status, 401, 'needs the admin token')
+})

@@ -377,9 +377,11 @@ function expandBody(body: BodyCase): string | Buffer {
 }
 
 /** What the server must answer to a body, judged by the oracle on exactly what is sent. */
-function expectForBody(schema: Schema, payload: string | Buffer): Expect {
+function expectForBody(schema: Schema, payload: string | Buffer, optional: boolean): Expect {
   if (Buffer.byteLength(payload) > BODY_LIMIT) return { statuses: [413], codes: ['payload_too_large'] }
   if (typeof payload !== 'string') return {}
+  // An empty body is no body (src/http/json-parser.ts): fine where the body is optional.
+  if (optional && payload.trim() === '') return {}
   let value: unknown
   try {
     // RFC 8259 lets a parser ignore a byte order mark.
@@ -808,7 +810,7 @@ t.test('adversarial requests against every operation of the spec', async (t) => 
           const url = `${fill(route.path, params)}${c.query ? `?${c.query}` : ''}`
           const payload = c.body === undefined ? undefined : expandBody(c.body)
           let expect = c.expect
-          if (BODY_KINDS.includes(c.kind) && payload !== undefined) expect = expectForBody(route.schema.body!, payload)
+          if (BODY_KINDS.includes(c.kind) && payload !== undefined) expect = expectForBody(route.schema.body!, payload, route.bodyOptional === true)
           const sent: Sent = { method: route.method, url, headers: c.headers, payload }
           const res = await app.inject(sent)
           // A page answers only from the handler: a portal page for a made-up token reached it too.

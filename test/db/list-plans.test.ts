@@ -45,6 +45,24 @@ t.test('program, tester and feedback lists use their indexes without sorting', a
   }
 })
 
+t.test("the operator's lists of projects and of a project's keys use their indexes without sorting", async (t) => {
+  const { db } = await testDatabase()
+  const repos = makeRepos(db)
+  const { id: projectId } = await createProject()
+  const at = new Date('2026-01-01T00:00:00.000Z')
+  for (const after of [undefined, { at, id: 'prj_zzzzzzzzzzzzzzzzzzzzz' }]) {
+    const what = after ? 'cursor' : 'offset'
+    const projects = await explainPlan(repos.projects.listQuery({ limit: 26, offset: 0, after }))
+    t.match(projects, /Index Scan using projects_created_idx/, `projects (${what})`)
+    t.notMatch(projects, /Sort/, `projects: no Sort (${what})`)
+    if (after) t.match(projects, /Index Cond: .*ROW\(created_at, id\) < ROW\(/, 'projects: the cursor is an index condition')
+    const keys = await explainPlan(repos.projects.listKeysQuery(projectId, { limit: 26, offset: 0, after: after && { at, id: 'key_zzzzzzzzzzzzzzzzzzzzz' } }))
+    t.match(keys, /Index Scan using api_keys_project_created_idx/, `keys (${what})`)
+    t.notMatch(keys, /Sort/, `keys: no Sort (${what})`)
+    if (after) t.match(keys, /Index Cond: .*ROW\(created_at, id\) < ROW\(/, 'keys: the cursor is an index condition')
+  }
+})
+
 t.test('sortsBeyondAPage tells a sort of the page from a sort of every matching row', async (t) => {
   const pageSort = ['Sort  (rows=21)', '  ->  Nested Loop', '        ->  Limit', '              ->  Index Only Scan using x', '        ->  Index Scan using pkey'].join('\n')
   const fullSort = ['Limit  (rows=21)', '  ->  Sort  (rows=100000)', '        ->  Seq Scan on changelog_entries'].join('\n')

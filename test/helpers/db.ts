@@ -2,6 +2,7 @@
 // default, or PostgreSQL when DATABASE_URL is set. Tests never truncate or share rows: each
 // makes its own project.
 import { sql, type SQLWrapper } from 'drizzle-orm'
+import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import t from 'tap'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
@@ -80,4 +81,22 @@ export function sortsBeyondAPage(plan: string): boolean {
     }
     return !below.some((n) => n.name.startsWith('Limit'))
   })
+}
+
+/**
+ * A new, empty PostgreSQL database on the server postgresTestUrl() names, dropped when the test
+ * ends: for what only an empty database shows (the server's first start). Fails without PostgreSQL.
+ */
+export async function freshPostgresDatabase(t: { teardown(fn: () => Promise<void>): void }): Promise<string> {
+  const base = new URL(await postgresTestUrl())
+  const name = `feedback_fresh_${process.pid}_${randomBytes(4).toString('hex')}`
+  base.pathname = '/postgres'
+  const admin = postgres(base.href, { max: 1, connect_timeout: 5, onnotice: () => {} })
+  await admin.unsafe(`create database ${name}`)
+  t.teardown(async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`)
+    await admin.end({ timeout: 5 })
+  })
+  base.pathname = `/${name}`
+  return base.href
 }

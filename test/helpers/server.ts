@@ -20,9 +20,20 @@ export function embeddedEnv(dataDir: string, port: number, extra: NodeJS.Process
   return { ...env, ...extra }
 }
 
-/** Starts the server; resolves once its output matches `until` (it has listened, by default). */
-export function start(dataDir: string, port: number, until = /Server listening/): Promise<{ child: ChildProcess; stdout: () => string }> {
-  const env = embeddedEnv(dataDir, port)
+/** The environment of a server or CLI on the PostgreSQL database `databaseUrl`. */
+export function postgresEnv(databaseUrl: string, port: number, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }
+  delete env.DATA_DIR
+  delete env.ADMIN_TOKEN
+  return { ...env, ...extra }
+}
+
+/**
+ * Starts the server on the embedded database in `dataDir`, or with `env` as it is; resolves
+ * once its output matches `until` (it has listened, by default).
+ */
+export function start(dataDir: string | NodeJS.ProcessEnv, port: number, until = /Server listening/): Promise<{ child: ChildProcess; stdout: () => string }> {
+  const env = typeof dataDir === 'string' ? embeddedEnv(dataDir, port) : dataDir
   const child = spawn(process.execPath, NODE_ARGS, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout!.on('data', (chunk) => (out += chunk))

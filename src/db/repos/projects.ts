@@ -1,24 +1,46 @@
-import { and, count, eq, isNull, sql } from 'drizzle-orm'
+import { and, count, eq, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { apiKeyPrefix, hashApiKey, newApiKey } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
 import { api_keys, projects } from '../schema.js'
+import { descNullsLast } from './order.js'
+import { pageValues, rowsAfter, type PageOptions } from './page.js'
+import { liveKey } from './scope.js'
 
 export type ProjectRow = typeof projects.$inferSelect
-export type ApiKeyRow = Pick<typeof api_keys.$inferSelect, 'id' | 'prefix' | 'created_at'>
 export interface NewProject {
   name: string
   plan: 'free' | 'pro'
   beta_enabled: boolean
 }
 
+/** What an operator sees of a key: never its hash. */
+const keyColumns = {
+  id: api_keys.id,
+  prefix: api_keys.prefix,
+  name: api_keys.name,
+  created_at: api_keys.created_at,
+  expires_at: api_keys.expires_at,
+  last_used_at: api_keys.last_used_at,
+  revoked_at: api_keys.revoked_at,
+}
+export type ApiKeyRow = Pick<typeof api_keys.$inferSelect, keyof typeof keyColumns>
+/** What an operator may set on a key; absent fields are left as they are, null clears. */
+export type ApiKeyFields = Partial<Pick<ApiKeyRow, 'name' | 'expires_at'>>
+
+/** One key's latest accepted request, as an instance saw it (http/key-usage.ts). */
+export interface KeyUse {
+  keyHash: string
+  usedAt: Date
+}
+
 export function projectsRepo(db: Database) {
-  async function insertKey(tx: Database, projectId: string): Promise<{ key: ApiKeyRow; apiKey: string }> {
+  async function insertKey(tx: Database, projectId: string, fields: ApiKeyFields = {}): Promise<{ key: ApiKeyRow; apiKey: string }> {
     const apiKey = newApiKey()
     const [key] = await tx
       .insert(api_keys)
-      .values({ id: newId('key'), project_id: projectId, key_hash: hashApiKey(apiKey), prefix: apiKeyPrefix(apiKey) })
-      .returning({ id: api_keys.id, prefix: api_keys.prefix, created_at: api_keys.created_at })
+      .values({ id: newId('key'), project_id: projectId, key_hash: hashApiKey(apiKey), prefix: apiKeyPrefix(apiKey), ...fields })
+      .returning(keyColumns)
     return { key: key!, apiKey }
   }
 
@@ -26,10 +48,52 @@ export function projectsRepo(db: Database) {
     .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled })
     .from(api_keys)
     .innerJoin(projects, eq(projects.id, api_keys.project_id))
-    .where(and(eq(api_keys.key_hash, sql.placeholder('keyHash')), isNull(api_keys.revoked_at)))
+    .where(liveKey(sql.placeholder('keyHash')))
     .prepare('api_key_lookup')
 
+  /** Every project, newest first, in the order of projects_created_idx (an EXPLAIN test holds it). */
+  const listQuery = (options: PageOptions) => {
+    const page = pageValues(options)
+    return db
+      .select()
+      .from(projects)
+      .where(rowsAfter(projects.created_at, projects.id, page.after))
+      .orderBy(descNullsLast(projects.created_at), descNullsLast(projects.id))
+      .limit(page.limit)
+      .offset(page.offset)
+  }
+
+  /** The project's keys, revoked ones included, newest first, in the order of api_keys_project_created_idx. */
+  const listKeysQuery = (projectId: string, options: PageOptions) => {
+    const page = pageValues(options)
+    return db
+      .select(keyColumns)
+      .from(api_keys)
+      .where(and(eq(api_keys.project_id, projectId), rowsAfter(api_keys.created_at, api_keys.id, page.after)))
+      .orderBy(descNullsLast(api_keys.created_at), descNullsLast(api_keys.id))
+      .limit(page.limit)
+      .offset(page.offset)
+  }
+
+  async function get(projectId: string): Promise<ProjectRow | undefined> {
+    const [row] = await db.select().from(projects).where(eq(projects.id, projectId))
+    return row
+  }
+
+  async function getKey(projectId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+    const [row] = await db
+      .select(keyColumns)
+      .from(api_keys)
+      .where(and(eq(api_keys.project_id, projectId), eq(api_keys.id, keyId)))
+    return row
+  }
+
   return {
+    listQuery,
+    listKeysQuery,
+    get,
+    getKey,
+
     /** Creates a project and its first API key in one transaction. */
     create(input: NewProject): Promise<{ project: ProjectRow; apiKey: string }> {
       return db.transaction(async (tx) => {
@@ -39,20 +103,45 @@ export function projectsRepo(db: Database) {
       })
     },
 
-    async get(projectId: string): Promise<ProjectRow | undefined> {
-      const [row] = await db.select().from(projects).where(eq(projects.id, projectId))
-      return row
+    /** `limit` projects from `offset` or after a row, newest first; the caller asks for one more than a page. */
+    list(options: PageOptions): Promise<ProjectRow[]> {
+      return listQuery(options)
     },
 
     async update(projectId: string, patch: Partial<NewProject>): Promise<ProjectRow | undefined> {
-      if (Object.keys(patch).length === 0) return this.get(projectId)
+      if (Object.keys(patch).length === 0) return get(projectId)
       const [row] = await db.update(projects).set(patch).where(eq(projects.id, projectId)).returning()
       return row
     },
 
-    async createKey(projectId: string): Promise<{ key: ApiKeyRow; apiKey: string } | undefined> {
-      if (!(await this.get(projectId))) return undefined
-      return insertKey(db, projectId)
+    /** The project's keys like list(); undefined when there is no such project. */
+    async listKeys(projectId: string, options: PageOptions): Promise<ApiKeyRow[] | undefined> {
+      const rows = await listKeysQuery(projectId, options)
+      if (rows.length > 0) return rows
+      // Every project has had a key since its creation, but a page beyond the end is empty too.
+      return (await get(projectId)) ? rows : undefined
+    },
+
+    /** Issues a key; undefined when there is no such project (the foreign key decides, no read first). */
+    async createKey(projectId: string, fields: ApiKeyFields = {}): Promise<{ key: ApiKeyRow; apiKey: string } | undefined> {
+      try {
+        return await insertKey(db, projectId, fields)
+      } catch (error) {
+        // foreign_key_violation: the project does not exist (or was deleted meanwhile).
+        if ((error as { cause?: { code?: string } }).cause?.code === '23503' || (error as { code?: string }).code === '23503') return undefined
+        throw error
+      }
+    },
+
+    /** Sets the key's name or expiry; undefined when the project has no such key. Revoked keys may be edited (for the record). */
+    async updateKey(projectId: string, keyId: string, fields: ApiKeyFields): Promise<ApiKeyRow | undefined> {
+      if (Object.keys(fields).length === 0) return getKey(projectId, keyId)
+      const [row] = await db
+        .update(api_keys)
+        .set(fields)
+        .where(and(eq(api_keys.project_id, projectId), eq(api_keys.id, keyId)))
+        .returning(keyColumns)
+      return row
     },
 
     /** Revokes the key; false when the project has no such key. Revoking twice is fine. */
@@ -66,13 +155,45 @@ export function projectsRepo(db: Database) {
     },
 
     /**
-     * The project a live (not revoked) key belongs to. It runs on every request, read from the
-     * database each time (operator changes take effect on the very next request, on every
-     * instance), so it is built once and runs as a prepared statement.
+     * The project a live key (neither revoked nor expired) belongs to. It runs on every request,
+     * read from the database each time (operator changes take effect on the very next request,
+     * on every instance), so it is built once and runs as a prepared statement.
      */
     async findByKeyHash(keyHash: string): Promise<Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> | undefined> {
       const [row] = await keyLookup.execute({ keyHash })
       return row
+    },
+
+    /**
+     * Writes each key's latest use, in one statement for all of them, where it is due: newer
+     * than the stored one, and the key's row not written in the last minute by the database's
+     * clock (whichever instance wrote it). Rows another instance is writing at that moment are
+     * skipped, not waited for (SKIP LOCKED), so two flushes never wait on, or deadlock with,
+     * each other; such a row has just been written, so it was not due anyway. `pending` names
+     * the uses that are newer than what is stored but were not written (the minute is not over):
+     * the caller keeps them for a later flush.
+     */
+    async recordKeyUse(uses: KeyUse[]): Promise<{ written: string[]; pending: string[] }> {
+      if (uses.length === 0) return { written: [], pending: [] }
+      const json = JSON.stringify(uses.map((u) => ({ key_hash: u.keyHash, used_at: u.usedAt.toISOString() })))
+      const result = await db.execute(sql`
+        with used as (
+          select key_hash, used_at from json_to_recordset(${json}::json) as u(key_hash text, used_at timestamptz)
+        ), due as (
+          select k.id, u.used_at from ${api_keys} k join used u on u.key_hash = k.key_hash
+          where (k.last_used_at is null or k.last_used_at < u.used_at)
+            and (k.last_used_written_at is null or k.last_used_written_at <= now() - interval '1 minute')
+          for update of k skip locked
+        ), written as (
+          update ${api_keys} k set last_used_at = due.used_at, last_used_written_at = now()
+          from due where k.id = due.id
+          returning k.key_hash
+        )
+        select u.key_hash, w.key_hash is not null as written
+        from used u join ${api_keys} k on k.key_hash = u.key_hash left join written w on w.key_hash = u.key_hash
+        where k.last_used_at is null or k.last_used_at < u.used_at`)
+      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { key_hash: string; written: boolean }[]
+      return { written: rows.filter((r) => r.written).map((r) => r.key_hash), pending: rows.filter((r) => !r.written).map((r) => r.key_hash) }
     },
 
     async count(): Promise<number> {

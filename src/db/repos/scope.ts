@@ -1,10 +1,11 @@
 // Whose rows a query may touch: a project, named by its id once the guard has looked its API key
 // up, or named by the API key itself. A read scoped by the key takes its project id from a
 // subquery of the live key, so the one statement both authenticates and reads: it finds rows only
-// while the key is not revoked (and, for the beta area, while its project has the beta feature).
+// while the key is neither revoked nor expired (and, for the beta area, while its project has the
+// beta feature).
 // Rows found prove the key; finding none proves nothing, and the caller looks the key up to tell
 // a 401 or 403 from an empty answer (see http/guard.ts).
-import { and, eq, isNull, sql, type SQL } from 'drizzle-orm'
+import { and, eq, gt, isNull, or, sql, type SQL } from 'drizzle-orm'
 import { api_keys, projects } from '../schema.js'
 import type { Input } from './page.js'
 
@@ -25,9 +26,18 @@ export type ScopeShape = 'project' | 'key' | 'beta_key'
 
 export const scopeShape = (scope: ProjectScope): ScopeShape => (typeof scope === 'string' ? 'project' : scope.beta ? 'beta_key' : 'key')
 
+/**
+ * The key with that hash while it is live: not revoked, and not past its expiry by the
+ * database's clock, read at the moment of the statement (nothing is cached, so an expiry or a
+ * revocation applies to the very next request on every instance). Both key lookups use it: the
+ * guard's (projects.findByKeyHash) and the key-scoped reads' below.
+ */
+export const liveKey = (keyHash: Input<string>): SQL =>
+  and(eq(api_keys.key_hash, keyHash), isNull(api_keys.revoked_at), or(isNull(api_keys.expires_at), gt(api_keys.expires_at, sql`now()`)))!
+
 /** The project of a live key, as a scalar subquery (no row, so NULL, when the key is not live). */
 function liveKeyProject(keyHash: Input<string>, beta: boolean): SQL {
-  const live = and(eq(api_keys.key_hash, keyHash), isNull(api_keys.revoked_at))
+  const live = liveKey(keyHash)
   return beta
     ? sql`(select ${api_keys.project_id} from ${api_keys} inner join ${projects} on ${projects.id} = ${api_keys.project_id} where ${live} and ${projects.beta_enabled})`
     : sql`(select ${api_keys.project_id} from ${api_keys} where ${live})`

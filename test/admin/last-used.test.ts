@@ -1,0 +1,91 @@
+// last_used_at (contract §9): the time of the key's latest accepted request, noted in memory off
+// the request's path and written by flushes, at most once a minute per key. The clock is injected
+// and flushes are called by the test (the timer is set to an hour), so nothing depends on speed.
+import { sql } from 'drizzle-orm'
+import type { FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
+import { ADMIN_TOKEN, call, testApp } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
+
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+const HOUR = 3_600_000
+
+/** An app whose clock the test moves, flushing only when told. */
+async function clockedApp() {
+  const clock = { now: Date.now() }
+  const app = await testApp({}, { now: () => clock.now, keyUsage: { intervalMs: HOUR } })
+  return { app, clock }
+}
+
+async function project(t: Test, app: FastifyInstance, plan = 'pro') {
+  const created = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name: 'Usage', plan } })
+  const id = created.json.data.id as string
+  const keys = async () => (await call(t, app, { url: `/admin/v1/projects/${id}/api-keys`, headers: admin })).json.data as Record<string, string | null>[]
+  return { id, key: created.json.api_key as string, keyId: (await keys())[0]!.id!, keys }
+}
+
+/** What a minute passing does to the write limit: the key's last write is now a minute old. */
+async function aMinuteLater(keyId: string) {
+  await (await testDatabase()).db.execute(sql`update api_keys set last_used_written_at = last_used_written_at - interval '61 seconds' where id = ${keyId}`)
+}
+
+t.test('an accepted request is written at the next flush, with its own time; a refused one is not', async (t) => {
+  const { app, clock } = await clockedApp()
+  const p = await project(t, app)
+  t.equal((await p.keys())[0]!.last_used_at, null, 'null until the key is used')
+
+  const usedAt = clock.now
+  t.equal((await call(t, app, { url: '/v1/changelog', key: p.key })).status, 200)
+  clock.now += 5_000
+  t.equal((await p.keys())[0]!.last_used_at, null, 'not written on the request path')
+  await app.keyUsage.flush()
+  t.equal((await p.keys())[0]!.last_used_at, new Date(usedAt).toISOString(), 'the time of the request, written by the flush')
+
+  // More requests within the minute are noted, and written only once the minute has passed.
+  const later = clock.now
+  t.equal((await call(t, app, { url: '/v1/beta/programs', key: p.key })).status, 403, 'a 403 (no beta feature) is an accepted key')
+  await app.keyUsage.flush()
+  t.equal((await p.keys())[0]!.last_used_at, new Date(usedAt).toISOString(), 'at most once a minute')
+  await aMinuteLater(p.keyId)
+  await app.keyUsage.flush()
+  t.equal((await p.keys())[0]!.last_used_at, new Date(later).toISOString(), 'the use kept in memory is written once the minute is over')
+
+  // A request refused 401 is not a use of the key.
+  await call(t, app, { method: 'DELETE', url: `/admin/v1/projects/${p.id}/api-keys/${p.keyId}`, headers: admin })
+  clock.now += 5_000
+  t.equal((await call(t, app, { url: '/v1/changelog', key: p.key })).status, 401)
+  await aMinuteLater(p.keyId)
+  await app.keyUsage.flush()
+  t.equal((await p.keys())[0]!.last_used_at, new Date(later).toISOString(), 'a 401 leaves last_used_at alone')
+})
+
+t.test('reads that authenticate in their own statement are uses too; unknown keys are not noted', async (t) => {
+  const { app, clock } = await clockedApp()
+  const p = await project(t, app)
+  const entry = await call(t, app, { method: 'POST', url: '/v1/changelog', key: p.key, body: { title: 'x', status: 'published' } })
+  await app.keyUsage.flush()
+  await aMinuteLater(p.keyId)
+  clock.now += 10_000
+  // The key has a budget in this window: this read is not looked up, its rows prove the key.
+  t.equal((await call(t, app, { url: `/v1/changelog/${entry.json.data.id}`, key: p.key })).status, 200)
+  t.equal((await call(t, app, { url: '/v1/changelog', key: `fbk_${'x'.repeat(40)}` })).status, 401)
+  await app.keyUsage.flush()
+  t.equal((await p.keys())[0]!.last_used_at, new Date(clock.now).toISOString())
+})
+
+t.test('the uses noted are written when the app closes', async (t) => {
+  const clock = { now: Date.now() - 3_000 }
+  const { buildApp } = await import('../../src/app.js')
+  const { defaults } = await import('../../src/config.js')
+  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000 }, await testDatabase(), {
+    now: () => clock.now,
+    keyUsage: { intervalMs: HOUR },
+  })
+  const p = await project(t, app)
+  t.equal((await call(t, app, { url: '/v1/changelog', key: p.key })).status, 200)
+  await app.close()
+  const [row] = ((r) => (Array.isArray(r) ? r : (r as { rows: unknown[] }).rows))(
+    await (await testDatabase()).db.execute(sql`select last_used_at from api_keys where id = ${p.keyId}`),
+  ) as { last_used_at: string | Date }[]
+  t.equal(new Date(row!.last_used_at).toISOString(), new Date(clock.now).toISOString())
+})
