@@ -1,0 +1,127 @@
+// The README's examples, run as a newcomer runs them: every ```sh block, in order, in one bash
+// shell, against a fresh server on an empty embedded database, so that they stay true. A block
+// is left out only when an HTML comment right before it says `readme-test: skip, <why>`.
+//
+// The shell is the README's, with what a person would do by hand done here:
+// - `npm install && npm start` starts the built server (as `npm start` does) in the background;
+//   `npm start &` starts it again with the shell's environment, `kill %1` stops it;
+// - `export KEY=fbk_...` and `export PROJECT=prj_...` get the key and project the first start
+//   printed, and the server listens on a free port instead of 3000;
+// - `curl` fails the run on any answer of 400 or above, so an example that stops working fails
+//   here instead of in a newcomer's terminal.
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { NODE_ARGS, buildServer, root } from '../helpers/server.js'
+
+t.setTimeout(300_000)
+t.before(buildServer)
+
+interface Block {
+  line: number
+  code: string
+  skip?: string
+}
+
+/** The README's sh blocks, in order, with the reason given for any left out. */
+function shellBlocks(readme: string): Block[] {
+  const blocks: Block[] = []
+  const fence = /(?:<!-- readme-test: ([^>]*?) -->\n)?```sh\n([\s\S]*?)```/g
+  for (const match of readme.matchAll(fence)) {
+    const line = readme.slice(0, match.index).split('\n').length
+    const directive = match[1]
+    if (directive !== undefined && !directive.startsWith('skip, ')) throw new Error(`README.md:${line}: unknown readme-test directive "${directive}"`)
+    blocks.push({ line, code: match[2]!, skip: directive?.slice('skip, '.length) })
+  }
+  return blocks
+}
+
+/** What a person does by hand, in the README's own words, done by the harness. */
+function adapt(code: string): string {
+  return code
+    .replace(/^npm install && npm start$/m, 'readme_start_server')
+    .replace(/^npm start &$/m, 'readme_restart_server')
+    .replace(/^kill %1(\s.*)?$/m, 'readme_stop_server')
+    .replace(/^export KEY=fbk_\.\.\.(\s.*)?$/m, 'export KEY=$README_KEY')
+    .replace(/^export PROJECT=prj_\.\.\.(\s.*)?$/m, 'export PROJECT=$README_PROJECT')
+    .replaceAll('http://127.0.0.1:3000', 'http://127.0.0.1:$README_PORT')
+}
+
+const PRELUDE = `set -euo pipefail
+readme_server_pid=
+readme_start_server() {
+  (cd "$README_ROOT" && exec node ${NODE_ARGS.join(' ')}) >> "$README_LOG" 2>&1 &
+  readme_server_pid=$!
+  for _ in $(seq 1 600); do
+    command curl -s -o /dev/null "http://127.0.0.1:$README_PORT/healthz" && break
+    kill -0 $readme_server_pid 2>/dev/null || { echo "the server exited:"; cat "$README_LOG"; return 1; }
+    sleep 0.1
+  done
+  if [ -z "\${README_KEY:-}" ]; then
+    README_KEY=$(grep -o 'API key: fbk_[A-Za-z0-9_-]*' "$README_LOG" | head -n 1 | cut -d' ' -f3)
+    README_PROJECT=$(grep -o 'project: prj_[A-Za-z0-9]*' "$README_LOG" | head -n 1 | cut -d' ' -f2)
+  fi
+}
+readme_stop_server() {
+  [ -n "$readme_server_pid" ] || return 0
+  kill -TERM $readme_server_pid && wait $readme_server_pid || true
+  readme_server_pid=
+}
+readme_restart_server() { readme_stop_server; readme_start_server; }
+# The examples write their answers (program.json, ...) where they run, a work directory; npm
+# runs the project's scripts from the project.
+npm() { command npm --prefix "$README_ROOT" "$@"; }
+trap readme_stop_server EXIT
+curl() {
+  local out status
+  out=$(command curl -w '\\n%{http_code}' "$@")
+  status=\${out##*$'\\n'}
+  printf '%s\\n' "\${out%$'\\n'*}"
+  if [ "$status" -ge 400 ]; then
+    echo "README example failed: curl $(printf '%s ' "$@" | sed -E 's/Bearer [^ ]+/Bearer .../g')answered $status" >&2
+    return 1
+  fi
+}
+`
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+t.test('every README example runs as written, in order, against a fresh server', async (t) => {
+  const blocks = shellBlocks(readFileSync(join(root, 'README.md'), 'utf8'))
+  t.ok(blocks.length >= 10, `the README has its examples (${blocks.length} sh blocks)`)
+  for (const block of blocks.filter((b) => b.skip)) t.comment(`README.md:${block.line} left out: ${block.skip}`)
+
+  const work = mkdtempSync(join(tmpdir(), 'feedback-readme-'))
+  t.teardown(() => rmSync(work, { recursive: true, force: true }))
+  const script = [
+    PRELUDE,
+    ...blocks.filter((b) => !b.skip).map((b) => `echo '### README.md:${b.line}'\n${adapt(b.code)}`),
+  ].join('\n')
+  writeFileSync(join(work, 'readme.sh'), script)
+
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    README_PORT: String(await freePort()),
+    README_LOG: join(work, 'server.log'),
+    DATA_DIR: join(work, 'data'),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  }
+  env.PORT = env.README_PORT
+  for (const name of ['DATABASE_URL', 'ADMIN_TOKEN', 'REDIS_URL', 'KEY', 'PROJECT', 'API']) delete env[name]
+  env.README_ROOT = root
+  const run = spawnSync('bash', [join(work, 'readme.sh')], { cwd: work, env, encoding: 'utf8', timeout: 240_000 })
+  const lastBlock = [...run.stdout.matchAll(/^### (README\.md:\d+)$/gm)].at(-1)?.[1]
+  t.equal(run.status, 0, `the examples ran to the end (last block started: ${lastBlock})\n${run.stderr.slice(-3000)}`)
+  t.match(run.stdout, /data-code="feedback_received"/, 'the tester portal answered the feedback post')
+  t.match(run.stdout, /^http_requests_total\{/m, 'the metrics example scraped the server')
+})
