@@ -1842,6 +1842,21 @@ export const routes: RouteSpec[] = [
         "type": "object",
         "additionalProperties": false,
         "properties": {
+          "status": {
+            "type": "string",
+            "enum": [
+              "published",
+              "scheduled",
+              "draft",
+              "all"
+            ],
+            "default": "published"
+          },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+          },
           "locale": {
             "type": "string",
             "maxLength": 35,
@@ -1893,9 +1908,9 @@ export const routes: RouteSpec[] = [
                   "locale",
                   "version",
                   "created_at",
-                  "updated_at"
+                  "updated_at",
+                  "status"
                 ],
-                "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
                 "properties": {
                   "id": {
                     "type": "string",
@@ -1959,6 +1974,15 @@ export const routes: RouteSpec[] = [
                     "maxLength": 24,
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                  },
+                  "status": {
+                    "type": "string",
+                    "enum": [
+                      "draft",
+                      "scheduled",
+                      "published"
+                    ],
+                    "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                   }
                 }
               }
@@ -2074,7 +2098,7 @@ export const routes: RouteSpec[] = [
               "scheduled",
               "published"
             ],
-            "description": "Write-only; read the state off `published_at`.",
+            "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n",
             "default": "draft"
           },
           "locale": {
@@ -2113,9 +2137,9 @@ export const routes: RouteSpec[] = [
                 "locale",
                 "version",
                 "created_at",
-                "updated_at"
+                "updated_at",
+                "status"
               ],
-              "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
               "properties": {
                 "id": {
                   "type": "string",
@@ -2179,6 +2203,15 @@ export const routes: RouteSpec[] = [
                   "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "status": {
+                  "type": "string",
+                  "enum": [
+                    "draft",
+                    "scheduled",
+                    "published"
+                  ],
+                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                 }
               }
             }
@@ -2239,9 +2272,9 @@ export const routes: RouteSpec[] = [
                 "locale",
                 "version",
                 "created_at",
-                "updated_at"
+                "updated_at",
+                "status"
               ],
-              "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
               "properties": {
                 "id": {
                   "type": "string",
@@ -2305,6 +2338,15 @@ export const routes: RouteSpec[] = [
                   "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "status": {
+                  "type": "string",
+                  "enum": [
+                    "draft",
+                    "scheduled",
+                    "published"
+                  ],
+                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                 }
               }
             }
@@ -2379,7 +2421,7 @@ export const routes: RouteSpec[] = [
               "scheduled",
               "published"
             ],
-            "description": "Write-only; read the state off `published_at`."
+            "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n"
           },
           "locale": {
             "type": "string",
@@ -2416,9 +2458,9 @@ export const routes: RouteSpec[] = [
                 "locale",
                 "version",
                 "created_at",
-                "updated_at"
+                "updated_at",
+                "status"
               ],
-              "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
               "properties": {
                 "id": {
                   "type": "string",
@@ -2482,6 +2524,15 @@ export const routes: RouteSpec[] = [
                   "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "status": {
+                  "type": "string",
+                  "enum": [
+                    "draft",
+                    "scheduled",
+                    "published"
+                  ],
+                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                 }
               }
             }
@@ -3307,6 +3358,11 @@ export const routes: RouteSpec[] = [
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+          },
           "limit": {
             "type": "integer",
             "format": "int32",
@@ -3354,6 +3410,11 @@ export const routes: RouteSpec[] = [
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
           }
         }
       },
@@ -3389,6 +3450,11 @@ export const routes: RouteSpec[] = [
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
           }
         }
       },
