@@ -630,8 +630,7 @@ export interface paths {
          *
          *     With `label`, only the published entries with that label, as `GET
          *     /v1/changelog?label=` lists them; the page's links (newer and older entries, the feeds)
-         *     keep the label, each entry's labels link to their own filtered page, and a label no
-         *     entry has gives an empty page (`200`, not `404`).
+         *     keep the label, and a label no entry has gives an empty page (`200`, not `404`).
          */
         get: operations["getPortalChangelogPage"];
         put?: never;
@@ -1526,9 +1525,10 @@ export interface components {
         ChangelogStatusFilter: "published" | "scheduled" | "draft" | "all";
         /**
          * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
-         *     so `?label=%20New%20` matches entries labelled `new`; 1 to 32 characters once trimmed and
-         *     lowercased (`400` otherwise, as for a label written). A label no entry has gives an
-         *     empty list.
+         *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+         *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+         *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+         *     32 characters, gives an empty list.
          */
         LabelQuery: string;
         /** @description A beta program id (`bp_...`). Any other value is `404`. */
@@ -2220,9 +2220,10 @@ export interface operations {
                 status?: components["parameters"]["ChangelogStatusFilter"];
                 /**
                  * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
-                 *     so `?label=%20New%20` matches entries labelled `new`; 1 to 32 characters once trimmed and
-                 *     lowercased (`400` otherwise, as for a label written). A label no entry has gives an
-                 *     empty list.
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
@@ -3001,9 +3002,10 @@ export interface operations {
                 locale?: components["parameters"]["LocaleQuery"];
                 /**
                  * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
-                 *     so `?label=%20New%20` matches entries labelled `new`; 1 to 32 characters once trimmed and
-                 *     lowercased (`400` otherwise, as for a label written). A label no entry has gives an
-                 *     empty list.
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
                 /** @description Page size, 1 to 100. */
@@ -3056,9 +3058,10 @@ export interface operations {
                 locale?: components["parameters"]["LocaleQuery"];
                 /**
                  * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
-                 *     so `?label=%20New%20` matches entries labelled `new`; 1 to 32 characters once trimmed and
-                 *     lowercased (`400` otherwise, as for a label written). A label no entry has gives an
-                 *     empty list.
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
             };
@@ -3112,9 +3115,10 @@ export interface operations {
                 locale?: components["parameters"]["LocaleQuery"];
                 /**
                  * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
-                 *     so `?label=%20New%20` matches entries labelled `new`; 1 to 32 characters once trimmed and
-                 *     lowercased (`400` otherwise, as for a label written). A label no entry has gives an
-                 *     empty list.
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
             };

@@ -1855,7 +1855,7 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
           },
           "locale": {
             "type": "string",
@@ -3361,7 +3361,7 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
           },
           "limit": {
             "type": "integer",
@@ -3414,7 +3414,7 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
           }
         }
       },
@@ -3454,7 +3454,7 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
           }
         }
       },

@@ -14,7 +14,7 @@ import { changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/c
 import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeedText, JSON_FEED_TYPE, type FeedSource, type ShownEntry } from '../portal/feeds.js'
 import { HTML_TYPE, pageSecurityHeaders } from '../portal/html.js'
 import { plainTextHtml } from '../portal/markdown.js'
-import { labelQueryOrThrow } from './changelog.js'
+import { labelQuery } from './changelog.js'
 
 // Feed readers and scripts get a problem, like every other API 404; a person gets a page.
 const noFeed = () => new ApiError('not_found', 'No changelog here: the project does not exist.')
@@ -63,7 +63,7 @@ function portalState(ctx: AppContext, projectId: string, options: { locale?: str
 export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers }, ctx) => {
   const limit = query.limit ?? DEFAULT_LIMIT
   const offset = query.offset ?? 0
-  const label = labelQueryOrThrow(query.label)
+  const label = labelQuery(query.label)
   const state = await portalState(ctx, params.project_id, { locale: query.locale, label, limit, offset })
   if (!state) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } }
   return conditionalReply(headers, {
@@ -87,7 +87,7 @@ async function feedReply(
   build: (source: FeedSource) => Iterable<string>,
 ) {
   const { locale } = query
-  const label = labelQueryOrThrow(query.label)
+  const label = labelQuery(query.label)
   const state = await portalState(ctx, projectId, { locale, label, limit: FEED_SIZE, offset: 0 })
   if (!state) throw noFeed()
   const { project } = state

@@ -77,12 +77,16 @@ t.test('a label no entry has is an empty page and empty feeds, not a 404', async
   t.strictSame(json.json.items, [])
 })
 
-t.test('a label no stored label could be is a 400 on the page and the feeds', async (t) => {
+t.test('a label outside the bounds of labels is a 400 on the page and the feeds, before an unknown project', async (t) => {
   const { id } = await createProject()
-  for (const suffix of ['', '.atom', '.json']) {
-    for (const label of ['', '%20', 'a'.repeat(33), encodeURIComponent('İ'.repeat(17))]) {
-      const res = await load(t, `/portal/${id}/changelog${suffix}?label=${label}`)
-      t.equal(res.status, 400, `${suffix || 'page'} label=${label}`)
+  for (const project of [id, 'prj_000000000000000000000']) {
+    for (const suffix of ['', '.atom', '.json']) {
+      for (const label of ['', '%20', 'a'.repeat(33), '%00', '%ZZ']) {
+        const res = await load(t, `/portal/${project}/changelog${suffix}?label=${label}`)
+        t.equal(res.status, 400, `${suffix || 'page'} label=${label}`)
+      }
+      const unknown = await load(t, `/portal/${project}/changelog${suffix}?label=${encodeURIComponent('İ'.repeat(17))}`)
+      t.equal(unknown.status, project === id ? 200 : 404, 'a label no stored label can be: nothing matches (or no such project)')
     }
   }
 })
