@@ -200,12 +200,29 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List published changelog entries
-         * @description Exactly what a portal visitor sees: entries whose `published_at` is at or before the
-         *     time of the request, newest first (`published_at desc, id desc`). A scheduled entry
-         *     appears by itself once its time has passed. With `locale`, each entry that has a
-         *     translation in that locale (matched ignoring case) is returned in it; the others in
-         *     their base locale.
+         * List changelog entries, published by default
+         * @description By default (`status=published`), exactly what a portal visitor sees: entries whose
+         *     `published_at` is at or before the time of the request, newest first (`published_at
+         *     desc, id desc`). A scheduled entry appears by itself once its time has passed.
+         *
+         *     `status` picks another list, each in its own order:
+         *
+         *     | `status` | entries | order |
+         *     |---|---|---|
+         *     | `published` (default) | `published_at` at or before now | newest first: `published_at desc, id desc` |
+         *     | `scheduled` | `published_at` after now | soonest first: `published_at asc, id asc` |
+         *     | `draft` | `published_at` `null` | most recently edited first: `updated_at desc, id desc` |
+         *     | `all` | every entry | newest created first: `created_at desc, id desc` |
+         *
+         *     "Now" is the database's clock at the moment of the request, the same instant every
+         *     entry's `status` is read at, so each entry of a list says the status it was listed by.
+         *     An entry whose time passes between two pages moves from `scheduled` to `published`.
+         *     Editing a draft moves it to the front of `draft`.
+         *
+         *     `label` keeps only entries with that label (after the normalisation labels are stored
+         *     with). With `locale`, each entry that has a translation in that locale (matched ignoring
+         *     case) is returned in it; the others in their base locale. `status`, `label` and
+         *     `locale` combine, and every list pages alike by `offset` or `cursor`.
          */
         get: operations["listChangelogEntries"];
         put?: never;
@@ -686,6 +703,10 @@ export interface paths {
          *     each entry carries `lang` for its locale. It shows the project's name and nothing else
          *     about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
          *     since a page of a list changes when entries before it are published or deleted.
+         *
+         *     With `label`, only the published entries with that label, as `GET
+         *     /v1/changelog?label=` lists them; the page's links (newer and older entries, the feeds)
+         *     keep the label, and a label no entry has gives an empty page (`200`, not `404`).
          */
         get: operations["getPortalChangelogPage"];
         put?: never;
@@ -715,6 +736,11 @@ export interface paths {
          *     or unpublished changes the `ETag`, not always `Last-Modified`); `If-Modified-Since` is
          *     used only without `If-None-Match` (RFC 9110 §13.2.2). Sends
          *     `Access-Control-Allow-Origin: *`, so a browser page may read it.
+         *
+         *     With `label`, the feed of the published entries with that label (empty for a label no
+         *     entry has): its `id` and its `self` and `alternate` links are those of the filtered
+         *     feed and page, so a reader subscribed to one label sees a feed of its own. Entry ids do
+         *     not depend on the filter.
          */
         get: operations["getPortalChangelogAtom"];
         put?: never;
@@ -737,7 +763,9 @@ export interface paths {
          * @description The same 50 newest published entries as the Atom feed, as a JSON Feed 1.1
          *     (https://jsonfeed.org/version/1.1). `content_html` is the rendered Markdown body;
          *     `id` is the entry's id; URLs are relative to the feed's own URL. Conditional requests,
-         *     caching and `Access-Control-Allow-Origin: *` work as for the Atom feed.
+         *     caching and `Access-Control-Allow-Origin: *` work as for the Atom feed. With `label`,
+         *     the entries with that label; `home_page_url`, `feed_url` and each item's `url` keep
+         *     the label.
          */
         get: operations["getPortalChangelogJsonFeed"];
         put?: never;
@@ -837,7 +865,9 @@ export interface components {
          */
         BetaTesterStatus: "invited" | "joined" | "declined" | "revoked";
         /**
-         * @description Write-only; read the state off `published_at`.
+         * @description In a request, an instruction that sets `published_at` (see the operation); the entry's
+         *     state is never stored apart from that date, and every entry record reports it as
+         *     `status`.
          * @enum {string}
          */
         ChangelogStatus: "draft" | "scheduled" | "published";
@@ -1008,10 +1038,6 @@ export interface components {
             data: components["schemas"]["BetaFeedback"][];
             pagination: components["schemas"]["Pagination"];
         };
-        /**
-         * @description `status` is not returned: `published_at` `null` is a draft, in the future scheduled,
-         *     in the past published.
-         */
         ChangelogEntry: {
             id: string;
             title: string;
@@ -1022,6 +1048,18 @@ export interface components {
             version: components["schemas"]["SemVer"];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
+            /**
+             * @description (ext) Read off `published_at` by the database's clock when the response was made:
+             *     `null` is `draft`, a time after that moment `scheduled`, any other `published`.
+             *     It is never stored, so an entry becomes `published` by itself when its time
+             *     passes; a list's entries all carry the status the list was selected by. One
+             *     exception: a `POST` replayed for a retry with the same `Idempotency-Key`
+             *     (`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`
+             *     is as of the first request (a replayed `scheduled` entry may be published by
+             *     now). `GET` the entry for its current status.
+             * @enum {string}
+             */
+            status: "draft" | "scheduled" | "published";
         };
         /** @description 1 to 200 characters, not all white space; stored exactly as sent (not trimmed). */
         ChangelogTitle: string;
@@ -1588,8 +1626,8 @@ export interface components {
         Offset: number;
         /**
          * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-         *     sent instead of `offset`, with the same filters (`status`, and the same program for
-         *     testers; `locale` may change). The page starts right after the row the previous page
+         *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+         *     the same program for testers; `locale` may change). The page starts right after the row the previous page
          *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
          *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
          *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -1608,6 +1646,19 @@ export interface components {
         FeedbackId: string;
         /** @description Return content in this locale where a translation exists (matched ignoring case). */
         LocaleQuery: components["schemas"]["Locale"];
+        /**
+         * @description (ext) Which entries to list, each list in its own order (see the operation):
+         *     `published` (the default), `scheduled`, `draft` or `all`. Any other value is `400`.
+         */
+        ChangelogStatusFilter: "published" | "scheduled" | "draft" | "all";
+        /**
+         * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+         *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+         *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+         *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+         *     32 characters, gives an empty list.
+         */
+        LabelQuery: string;
         /** @description A beta program id (`bp_...`). Any other value is `404`. */
         ProgramId: string;
         /** @description The owning beta program's id (`bp_...`). Any other value is `404`. */
@@ -1677,8 +1728,8 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
-                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -1922,8 +1973,8 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
-                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -2195,8 +2246,8 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
-                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -2290,6 +2341,19 @@ export interface operations {
     listChangelogEntries: {
         parameters: {
             query?: {
+                /**
+                 * @description (ext) Which entries to list, each list in its own order (see the operation):
+                 *     `published` (the default), `scheduled`, `draft` or `all`. Any other value is `400`.
+                 */
+                status?: components["parameters"]["ChangelogStatusFilter"];
+                /**
+                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
+                 */
+                label?: components["parameters"]["LabelQuery"];
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
                 /** @description Page size, 1 to 100. */
@@ -2301,8 +2365,8 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
-                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -2321,7 +2385,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of published entries. */
+            /** @description A page of the list `status` names (published entries by default). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2547,8 +2611,8 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
-                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -2706,8 +2770,8 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, and the same program for
-                 *     testers; `locale` may change). The page starts right after the row the previous page
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -3242,6 +3306,14 @@ export interface operations {
             query?: {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
+                /**
+                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
+                 */
+                label?: components["parameters"]["LabelQuery"];
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit20"];
                 /**
@@ -3290,6 +3362,14 @@ export interface operations {
             query?: {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
+                /**
+                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
+                 */
+                label?: components["parameters"]["LabelQuery"];
             };
             header?: {
                 /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
@@ -3339,6 +3419,14 @@ export interface operations {
             query?: {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
+                /**
+                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
+                 *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
+                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
+                 *     32 characters, gives an empty list.
+                 */
+                label?: components["parameters"]["LabelQuery"];
             };
             header?: {
                 /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */

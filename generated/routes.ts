@@ -1844,6 +1844,21 @@ export const routes: RouteSpec[] = [
         "type": "object",
         "additionalProperties": false,
         "properties": {
+          "status": {
+            "type": "string",
+            "enum": [
+              "published",
+              "scheduled",
+              "draft",
+              "all"
+            ],
+            "default": "published"
+          },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
+          },
           "locale": {
             "type": "string",
             "maxLength": 35,
@@ -1895,9 +1910,9 @@ export const routes: RouteSpec[] = [
                   "locale",
                   "version",
                   "created_at",
-                  "updated_at"
+                  "updated_at",
+                  "status"
                 ],
-                "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
                 "properties": {
                   "id": {
                     "type": "string",
@@ -1961,6 +1976,15 @@ export const routes: RouteSpec[] = [
                     "maxLength": 24,
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                  },
+                  "status": {
+                    "type": "string",
+                    "enum": [
+                      "draft",
+                      "scheduled",
+                      "published"
+                    ],
+                    "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                   }
                 }
               }
@@ -2076,7 +2100,7 @@ export const routes: RouteSpec[] = [
               "scheduled",
               "published"
             ],
-            "description": "Write-only; read the state off `published_at`.",
+            "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n",
             "default": "draft"
           },
           "locale": {
@@ -2115,9 +2139,9 @@ export const routes: RouteSpec[] = [
                 "locale",
                 "version",
                 "created_at",
-                "updated_at"
+                "updated_at",
+                "status"
               ],
-              "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
               "properties": {
                 "id": {
                   "type": "string",
@@ -2181,6 +2205,15 @@ export const routes: RouteSpec[] = [
                   "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "status": {
+                  "type": "string",
+                  "enum": [
+                    "draft",
+                    "scheduled",
+                    "published"
+                  ],
+                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                 }
               }
             }
@@ -2241,9 +2274,9 @@ export const routes: RouteSpec[] = [
                 "locale",
                 "version",
                 "created_at",
-                "updated_at"
+                "updated_at",
+                "status"
               ],
-              "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
               "properties": {
                 "id": {
                   "type": "string",
@@ -2307,6 +2340,15 @@ export const routes: RouteSpec[] = [
                   "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "status": {
+                  "type": "string",
+                  "enum": [
+                    "draft",
+                    "scheduled",
+                    "published"
+                  ],
+                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                 }
               }
             }
@@ -2381,7 +2423,7 @@ export const routes: RouteSpec[] = [
               "scheduled",
               "published"
             ],
-            "description": "Write-only; read the state off `published_at`."
+            "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n"
           },
           "locale": {
             "type": "string",
@@ -2418,9 +2460,9 @@ export const routes: RouteSpec[] = [
                 "locale",
                 "version",
                 "created_at",
-                "updated_at"
+                "updated_at",
+                "status"
               ],
-              "description": "`status` is not returned: `published_at` `null` is a draft, in the future scheduled,\nin the past published.\n",
               "properties": {
                 "id": {
                   "type": "string",
@@ -2484,6 +2526,15 @@ export const routes: RouteSpec[] = [
                   "maxLength": 24,
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "status": {
+                  "type": "string",
+                  "enum": [
+                    "draft",
+                    "scheduled",
+                    "published"
+                  ],
+                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
                 }
               }
             }
@@ -3909,6 +3960,11 @@ export const routes: RouteSpec[] = [
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
+          },
           "limit": {
             "type": "integer",
             "format": "int32",
@@ -3956,6 +4012,11 @@ export const routes: RouteSpec[] = [
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
           }
         }
       },
@@ -3991,6 +4052,11 @@ export const routes: RouteSpec[] = [
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          },
+          "label": {
+            "type": "string",
+            "maxLength": 256,
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
           }
         }
       },

@@ -26,7 +26,7 @@ import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { specPath } from './paths.js'
-import { validatorCompiler } from './http/validation.js'
+import { refuseUndecodableQuery, validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
 const DOCS = '/docs'
@@ -127,6 +127,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   app.setValidatorCompiler(validatorCompiler)
+  app.addHook('preValidation', refuseUndecodableQuery)
   registerJsonParser(app, BODY_LIMIT)
   registerFormParser(app, BODY_LIMIT)
 

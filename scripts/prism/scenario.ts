@@ -279,6 +279,11 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Offline mode', status: 'published' }, expect: 201 })
   const newest = await api.send({ path: '/v1/changelog?limit=1', token: key, expect: 200 })
   await api.send({ path: `/v1/changelog?limit=1&cursor=${encodeURIComponent(newest.json.pagination.next_cursor)}`, token: key, expect: 200 })
+  // The team's own view (contract §8): every list, a label, and a cursor of a list other than the default.
+  for (const status of ['published', 'scheduled', 'draft', 'all']) await api.send({ path: `/v1/changelog?status=${status}&label=New&limit=5`, token: key, expect: 200 })
+  const everything = await api.send({ path: '/v1/changelog?status=all&limit=1', token: key, expect: 200 })
+  await api.send({ path: `/v1/changelog?status=all&limit=1&cursor=${encodeURIComponent(everything.json.pagination.next_cursor)}`, token: key, expect: 200 })
+  await api.send({ path: '/v1/changelog?status=archived', token: key, expect: 400 })
   const gotEntry = await api.send({ path: `${entryPath}?locale=pt-BR`, token: key, expect: 200 })
   await api.send({ path: `${entryPath}?locale=pt-BR`, token: key, headers: { 'if-none-match': gotEntry.headers.get('etag')! }, expect: 304 })
   const base = await api.send({ path: entryPath, token: key, expect: 200 })
@@ -299,6 +304,7 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     const path = `/portal/${pro.id}/${page}`
     const res = await api.send({ path: `${path}?locale=pt-BR`, expect: 200 })
     await api.send({ path: `${path}?locale=pt-BR`, headers: { 'if-none-match': res.headers.get('etag')! }, expect: 304 })
+    await api.send({ path: `${path}?label=fix`, expect: 200 })
     await api.send({ path: `/portal/${MISSING.project}/${page}`, expect: 404 })
   }
 

@@ -178,7 +178,15 @@ export const changelog_entries = pgTable(
     created_at: timestamptz('created_at').notNull().defaultNow(),
     updated_at: timestamptz('updated_at').notNull().defaultNow(),
   },
-  (t) => [index('changelog_entries_project_published_idx').on(t.project_id, t.published_at.desc(), t.id.desc())],
+  // One index per order of GET /v1/changelog?status= (src/db/repos/changelog.ts), so that no
+  // list sorts: published (newest first) and scheduled (soonest first, the same index read
+  // backwards) share the first; drafts, most recently edited first, have a partial one; `all`,
+  // newest created first, the last.
+  (t) => [
+    index('changelog_entries_project_published_idx').on(t.project_id, t.published_at.desc(), t.id.desc()),
+    index('changelog_entries_project_draft_idx').on(t.project_id, t.updated_at.desc(), t.id.desc()).where(sql`${t.published_at} is null`),
+    index('changelog_entries_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+  ],
 )
 
 export const changelog_translations = pgTable(

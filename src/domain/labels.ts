@@ -5,11 +5,14 @@ export const MAX_LABEL_LENGTH = 32
 
 export type LabelsResult = { ok: true; labels: string[] } | { ok: false; index: number; message: string }
 
+/** One label as it is stored and matched: trimmed and lowercased. */
+export const normalizeLabel = (label: string): string => label.trim().toLowerCase()
+
 /** Trimmed, lowercased and de-duplicated in first-seen order: `["New", "new "]` → `["new"]`. */
 export function normalizeLabels(labels: readonly string[]): LabelsResult {
   const seen = new Set<string>()
   for (const [index, label] of labels.entries()) {
-    const normalized = label.trim().toLowerCase()
+    const normalized = normalizeLabel(label)
     // Lowercasing can lengthen a label (`İ` becomes `i̇`, two code points); the schema checked
     // the length as sent, so the stored value is checked again.
     if ([...normalized].length > MAX_LABEL_LENGTH) {

@@ -1,6 +1,6 @@
-import type { EntryPatch, EntryView } from '../db/repos/changelog.js'
+import { LIST_ORDER_COLUMN, type EntryPatch, type EntryView, type ListStatus } from '../db/repos/changelog.js'
 import { isId } from '../domain/ids.js'
-import { normalizeLabels } from '../domain/labels.js'
+import { normalizeLabel, normalizeLabels } from '../domain/labels.js'
 import { canonicalLocale, sameLocale } from '../domain/locale.js'
 import { checkPublishingInput, decidePublishing, type PublishingDecision } from '../domain/publishing.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
@@ -19,6 +19,7 @@ export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
     version: view.version,
     created_at: iso(view.created_at),
     updated_at: iso(view.updated_at),
+    status: view.status,
   }
 }
 
@@ -33,6 +34,13 @@ function labelsOrThrow(labels: string[]): string[] {
   return result.labels
 }
 
+/**
+ * A `label` filter as labels are stored. The schema holds it to a label's bounds as sent; one
+ * that lowercasing makes longer than any stored label (`İ` becomes two characters) is no 400
+ * here, unlike a label written: it simply matches nothing, and the spec stays the whole rule.
+ */
+export const labelQuery = (label: string | undefined): string | undefined => (label === undefined ? undefined : normalizeLabel(label))
+
 function publishedAtOrThrow(decision: PublishingDecision) {
   if (!decision.ok) throw invalidField('body', decision.path, decision.message)
   return decision.published_at
@@ -40,15 +48,24 @@ function publishedAtOrThrow(decision: PublishingDecision) {
 
 const location = (id: string) => `/v1/changelog/${id}`
 
-// The list holds published entries only, so published_at is never null in it; the locale does
-// not change the order, so a cursor serves every locale.
-const CHANGELOG_SCOPE = 'changelog'
-const entrySortKey = (entry: EntryView) => ({ at: entry.published_at!, id: entry.id })
+/**
+ * A cursor's scope: its list and label. The locale does not change the order, so a cursor serves
+ * every locale. The published list without a label keeps the scope its cursors had before
+ * `status` and `label` existed, so that those cursors stay valid.
+ */
+const changelogScope = (status: ListStatus, label: string | undefined) =>
+  status === 'published' && label === undefined ? 'changelog' : `changelog:${status}:${JSON.stringify(label ?? null)}`
+
+/** An entry's place in its list: the list's column (never null in a list that orders by it), then the id. */
+const entrySortKey = (status: ListStatus) => (entry: EntryView) => ({ at: entry[LIST_ORDER_COLUMN[status]]!, id: entry.id })
 
 export const listChangelogEntries: Handler<'listChangelogEntries'> = async ({ project, query }, { repos }) => {
-  const request = pageRequest(query, 20, CHANGELOG_SCOPE)
-  const { entries, hasMore } = await repos.changelog.list(project, { locale: query.locale, ...request })
-  return { status: 200, body: pageOf(entries, hasMore, request, CHANGELOG_SCOPE, entrySortKey, changelogRecord) }
+  const status = query.status ?? 'published'
+  const label = labelQuery(query.label)
+  const scope = changelogScope(status, label)
+  const request = pageRequest(query, 20, scope)
+  const { entries, hasMore } = await repos.changelog.list(project, { status, label, locale: query.locale, ...request })
+  return { status: 200, body: pageOf(entries, hasMore, request, scope, entrySortKey(status), changelogRecord) }
 }
 
 export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ principal, body }, { repos, markdown }) => {

@@ -14,6 +14,7 @@ import { changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/c
 import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeedText, JSON_FEED_TYPE, type FeedSource, type ShownEntry } from '../portal/feeds.js'
 import { HTML_TYPE, pageSecurityHeaders } from '../portal/html.js'
 import { plainTextHtml } from '../portal/markdown.js'
+import { labelQuery } from './changelog.js'
 
 // Feed readers and scripts get a problem, like every other API 404; a person gets a page.
 const noFeed = () => new ApiError('not_found', 'No changelog here: the project does not exist.')
@@ -55,45 +56,55 @@ async function shownEntries(ctx: AppContext, state: PortalState, locale: string 
 }
 
 /** The page's state; undefined for any unknown project or an id of another shape. */
-function portalState(ctx: AppContext, projectId: string, options: { locale?: string; limit: number; offset: number }) {
+function portalState(ctx: AppContext, projectId: string, options: { locale?: string; label?: string; limit: number; offset: number }) {
   return isId('prj', projectId) ? ctx.repos.changelog.portalState(projectId, options) : Promise.resolve(undefined)
 }
 
 export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers }, ctx) => {
   const limit = query.limit ?? DEFAULT_LIMIT
   const offset = query.offset ?? 0
-  const state = await portalState(ctx, params.project_id, { locale: query.locale, limit, offset })
+  const label = labelQuery(query.label)
+  const state = await portalState(ctx, params.project_id, { locale: query.locale, label, limit, offset })
   if (!state) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } }
   return conditionalReply(headers, {
-    etag: changelogETag(HTML_TYPE, { locale: query.locale, limit, offset }, state),
+    etag: changelogETag(HTML_TYPE, { locale: query.locale, label, limit, offset }, state),
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: async () => {
       const entries = await shownEntries(ctx, state, query.locale)
       const { project, hasMore } = state
-      return streamed(changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, limit, offset, entries, hasMore }))
+      return streamed(changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore }))
     },
   })
 }
 
-async function feedReply(ctx: AppContext, projectId: string, locale: string | undefined, requestHeaders: Parameters<typeof conditionalReply>[0], contentType: string, build: (source: FeedSource) => Iterable<string>) {
-  const state = await portalState(ctx, projectId, { locale, limit: FEED_SIZE, offset: 0 })
+async function feedReply(
+  ctx: AppContext,
+  projectId: string,
+  query: { locale?: string; label?: string },
+  requestHeaders: Parameters<typeof conditionalReply>[0],
+  contentType: string,
+  build: (source: FeedSource) => Iterable<string>,
+) {
+  const { locale } = query
+  const label = labelQuery(query.label)
+  const state = await portalState(ctx, projectId, { locale, label, limit: FEED_SIZE, offset: 0 })
   if (!state) throw noFeed()
   const { project } = state
   return conditionalReply(requestHeaders, {
-    etag: changelogETag(contentType, { locale }, state),
+    etag: changelogETag(contentType, { locale, label }, state),
     contentType,
     lastModified: feedUpdated({ entries: state.entries, projectCreatedAt: project.created_at }),
     headers: FEED_HEADERS,
     body: async () => {
       const entries = await shownEntries(ctx, state, locale)
-      return streamed(build({ projectId: project.id, projectName: project.name, locale, entries, projectCreatedAt: project.created_at }))
+      return streamed(build({ projectId: project.id, projectName: project.name, locale, label, entries, projectCreatedAt: project.created_at }))
     },
   })
 }
 
 export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers }, ctx) =>
-  feedReply(ctx, params.project_id, query.locale, headers, ATOM_TYPE, atomFeed)
+  feedReply(ctx, params.project_id, query, headers, ATOM_TYPE, atomFeed)
 
 export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers }, ctx) =>
-  feedReply(ctx, params.project_id, query.locale, headers, JSON_FEED_TYPE, jsonFeedText)
+  feedReply(ctx, params.project_id, query, headers, JSON_FEED_TYPE, jsonFeedText)

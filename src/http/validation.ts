@@ -5,7 +5,8 @@
 import { Ajv2020, type Options, type ValidateFunction } from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import { fullFormats } from 'ajv-formats/dist/formats.js'
-import type { FastifySchemaCompiler } from 'fastify'
+import type { FastifyRequest, FastifySchemaCompiler } from 'fastify'
+import { ApiError } from './errors.js'
 
 // RFC 3339 with a mandatory zone. ajv-formats also accepts a space separator and second 60,
 // which Date cannot parse; a value that passes here always becomes a valid Date.
@@ -94,4 +95,34 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
   }
   cache.set(schema, validate)
   return validate
+}
+
+/**
+ * A preValidation hook: a query string whose names or values are not percent-encoded UTF-8
+ * (`%ZZ`, a cut-off `%E0%A4%A`, an encoded lone surrogate) is a 400. The query parser keeps
+ * such text as it came, so a free-text parameter (a changelog `label`) would otherwise take
+ * `%ZZ` for the `%25ZZ` it cannot be told from.
+ */
+export async function refuseUndecodableQuery(request: FastifyRequest): Promise<void> {
+  const url = request.raw.url ?? ''
+  const start = url.indexOf('?')
+  if (start < 0) return
+  for (const pair of url.slice(start + 1).split('&')) {
+    const [name = '', value = ''] = pair.split(/=(.*)/s)
+    const decodedName = decoded(name)
+    if (decodedName === undefined || decoded(value) === undefined) {
+      // The name only when it decodes: an undecodable one is not echoed.
+      const path = decodedName === undefined ? '' : `/${decodedName}`
+      const message = 'must be percent-encoded UTF-8'
+      throw new ApiError('validation_failed', `query${path} ${message}`, { errors: [{ in: 'query', path, message }] })
+    }
+  }
+}
+
+function decoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '))
+  } catch {
+    return undefined
+  }
 }

@@ -21,8 +21,12 @@ export const PUBLIC_CACHE_CONTROL = 'public, max-age=60'
  */
 const REPRESENTATION = 2
 
-/** The entity tag of one page or feed: its format, the request's parameters and the state shown. */
-export function changelogETag(contentType: string, request: { locale?: string; limit?: number; offset?: number }, state: PortalState): string {
+/**
+ * The entity tag of one page or feed: its format, the request's parameters and the state shown.
+ * The label is there even though the state already depends on it: a filtered page whose entries
+ * happen to be the unfiltered page's still differs from it (its links keep the label).
+ */
+export function changelogETag(contentType: string, request: { locale?: string; label?: string; limit?: number; offset?: number }, state: PortalState): string {
   return entityTag(
     JSON.stringify([
       REPRESENTATION,
@@ -30,6 +34,8 @@ export function changelogETag(contentType: string, request: { locale?: string; l
       request.locale ?? null,
       request.limit ?? null,
       request.offset ?? null,
+      // Appended only when set, so that every unfiltered page keeps the ETag it had before labels.
+      ...(request.label !== undefined ? [{ label: request.label }] : []),
       state.project.name,
       state.project.created_at,
       state.hasMore,

@@ -3,7 +3,7 @@
 // escapes it; the one piece inserted as markup is the body's HTML, rendered from its Markdown
 // without raw HTML when the entry was written (markdown.ts).
 import { randomUUID } from 'node:crypto'
-import { changelogPath, type ShownEntry } from './feeds.js'
+import { changelogPath, withFilters, type ShownEntry } from './feeds.js'
 import { html, htmlDocument, page, SafeHtml } from './html.js'
 
 export const DEFAULT_LIMIT = 20
@@ -12,6 +12,8 @@ export interface ChangelogPageSource {
   projectId: string
   projectName: string
   locale: string | undefined
+  /** The label the entries were filtered by (normalised), if any. */
+  label?: string | undefined
   limit: number
   offset: number
   entries: ShownEntry[]
@@ -32,10 +34,11 @@ const STYLE = `
   a { color: LinkText; }
 `
 
-/** A page link that keeps the visitor's locale and page size; defaults are left out of the URL. */
+/** A page link that keeps the visitor's locale, label and page size; defaults are left out of the URL. */
 function pageHref(source: ChangelogPageSource, offset: number): string {
   const query = new URLSearchParams()
   if (source.locale) query.set('locale', source.locale)
+  if (source.label !== undefined) query.set('label', source.label)
   if (source.limit !== DEFAULT_LIMIT) query.set('limit', String(source.limit))
   if (offset > 0) query.set('offset', String(offset))
   const search = query.toString()
@@ -86,13 +89,20 @@ const ENTRIES = `<!-- entries ${randomUUID()} -->`
  */
 export function* changelogPage(source: ChangelogPageSource): Generator<string> {
   const title = `${source.projectName} changelog`
-  const feedQuery = source.locale ? `?locale=${encodeURIComponent(source.locale)}` : ''
-  const atom = `${changelogPath(source.projectId)}.atom${feedQuery}`
-  const json = `${changelogPath(source.projectId)}.json${feedQuery}`
+  const atom = withFilters(`${changelogPath(source.projectId)}.atom`, source)
+  const json = withFilters(`${changelogPath(source.projectId)}.json`, source)
   const empty =
     source.offset > 0
       ? html`<p>No entries on this page. <a href="${pageHref(source, 0)}">See the newest entries</a>.</p>`
-      : html`<p>No entries yet.</p>`
+      : source.label !== undefined
+        ? html`<p>No entries with this label yet.</p>`
+        : html`<p>No entries yet.</p>`
+  // The one label the page is filtered by, with the way back to every entry.
+  const filter =
+    source.label !== undefined
+      ? html`<p class="meta">Entries labelled <span class="label">${source.label}</span> · <a href="${withFilters(changelogPath(source.projectId), { locale: source.locale })}">All entries</a></p>
+`
+      : ''
   const feeds = html`<link rel="alternate" type="application/atom+xml" title="${title} (Atom)" href="${atom}">
 <link rel="alternate" type="application/feed+json" title="${title} (JSON Feed)" href="${json}">
 `
@@ -101,7 +111,7 @@ export function* changelogPage(source: ChangelogPageSource): Generator<string> {
     html`<header>
 <h1>${title}</h1>
 <p class="meta">Subscribe: <a href="${atom}" type="application/atom+xml">Atom feed</a> · <a href="${json}" type="application/feed+json">JSON Feed</a></p>
-</header>
+${filter}</header>
 <main>
 ${source.entries.length ? new SafeHtml(ENTRIES) : empty}
 </main>

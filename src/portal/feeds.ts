@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto'
 import type { EntryView } from '../db/repos/changelog.js'
 
 /** An entry as the page and the feeds show it: the HTML of its body instead of its Markdown. */
-export type ShownEntry = Omit<EntryView, 'body'> & { body_html: string }
+export type ShownEntry = Omit<EntryView, 'body' | 'status'> & { body_html: string }
 
 /** Entries a feed holds: the newest of the published set, like a first page of the list. */
 export const FEED_SIZE = 50
@@ -21,13 +21,23 @@ export interface FeedSource {
   projectName: string
   /** The locale asked for, if any; it selects translations and goes into the links. */
   locale: string | undefined
+  /** The label the entries were filtered by (normalised), if any; it goes into the links and the feed's id. */
+  label?: string | undefined
   entries: ShownEntry[]
   /** When the project was created: the `updated` of a feed that has no entries yet. */
   projectCreatedAt: Date
 }
 
 export const changelogPath = (projectId: string) => `/portal/${projectId}/changelog`
-const withLocale = (path: string, locale: string | undefined) => (locale ? `${path}?locale=${encodeURIComponent(locale)}` : path)
+
+/** A page or feed path with the filters a reader chose (locale, label), so that its links lead to the same selection. */
+export function withFilters(path: string, filters: { locale?: string | undefined; label?: string | undefined }): string {
+  const query = new URLSearchParams()
+  if (filters.locale) query.set('locale', filters.locale)
+  if (filters.label !== undefined) query.set('label', filters.label)
+  const search = query.toString()
+  return search ? `${path}?${search}` : path
+}
 
 /** When an entry last changed as a reader sees it: it cannot be older than its publication. */
 export const entryUpdated = (entry: Pick<EntryView, 'published_at' | 'updated_at'>): Date =>
@@ -67,7 +77,9 @@ const feedTitle = (source: FeedSource) => `${source.projectName} changelog`
 
 export function* atomFeed(source: FeedSource): Generator<string> {
   const page = changelogPath(source.projectId)
-  const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale?.toLowerCase() ?? ''}`)
+  // A label-filtered feed is a feed of its own; without a label the id is what it always was.
+  const label = source.label === undefined ? '' : `&label=${source.label}`
+  const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale?.toLowerCase() ?? ''}${label}`)
   yield [
     '<?xml version="1.0" encoding="utf-8"?>',
     '<feed xmlns="http://www.w3.org/2005/Atom">',
@@ -75,8 +87,8 @@ export function* atomFeed(source: FeedSource): Generator<string> {
     `  <title type="text">${xmlEscape(feedTitle(source))}</title>`,
     `  <updated>${feedUpdated(source).toISOString()}</updated>`,
     `  <author><name>${xmlEscape(source.projectName)}</name></author>`,
-    `  <link rel="alternate" type="text/html" href="${xmlEscape(withLocale(page, source.locale))}"/>`,
-    `  <link rel="self" type="application/atom+xml" href="${xmlEscape(withLocale(`${page}.atom`, source.locale))}"/>`,
+    `  <link rel="alternate" type="text/html" href="${xmlEscape(withFilters(page, source))}"/>`,
+    `  <link rel="self" type="application/atom+xml" href="${xmlEscape(withFilters(`${page}.atom`, source))}"/>`,
     '',
   ].join('\n')
   for (const entry of source.entries) {
@@ -86,7 +98,7 @@ export function* atomFeed(source: FeedSource): Generator<string> {
       `    <title type="text">${xmlEscape(entry.title)}</title>`,
       ...(entry.published_at ? [`    <published>${entry.published_at.toISOString()}</published>`] : []),
       `    <updated>${entryUpdated(entry).toISOString()}</updated>`,
-      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${withLocale(page, source.locale)}#${entry.id}`)}"/>`,
+      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${withFilters(page, source)}#${entry.id}`)}"/>`,
       ...entry.labels.map((label) => `    <category term="${xmlEscape(label)}"/>`),
       `    <content type="html">${xmlEscape(entry.body_html)}</content>`,
       '  </entry>',
@@ -118,12 +130,12 @@ export interface JsonFeed {
 }
 
 export function jsonFeed(source: FeedSource): JsonFeed {
-  const page = withLocale(changelogPath(source.projectId), source.locale)
+  const page = withFilters(changelogPath(source.projectId), source)
   return {
     version: 'https://jsonfeed.org/version/1.1',
     title: feedTitle(source),
     home_page_url: page,
-    feed_url: withLocale(`${changelogPath(source.projectId)}.json`, source.locale),
+    feed_url: withFilters(`${changelogPath(source.projectId)}.json`, source),
     authors: [{ name: source.projectName }],
     items: source.entries.map((entry) => ({
       id: entry.id,

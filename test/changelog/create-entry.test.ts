@@ -4,15 +4,15 @@ import { call, createProject, testApp } from '../helpers/app.js'
 const post = (t: Parameters<typeof call>[0], key: string | undefined, body: unknown) =>
   testApp().then((app) => call(t, app, { method: 'POST', url: '/v1/changelog', key, body }))
 
-t.test('201 with the documented defaults and a Location header; status is never returned', async (t) => {
+t.test('201 with the documented defaults and a Location header; a draft says so in status', async (t) => {
   const { key } = await createProject()
   const res = await post(t, key, { title: 'Dark mode' })
   t.equal(res.status, 201)
   const entry = res.json.data
   t.match(entry.id, /^ch_[0-9A-Za-z]{21}$/)
   t.equal(res.headers.location, `/v1/changelog/${entry.id}`)
-  t.strictSame(Object.keys(entry).sort(), ['body', 'created_at', 'id', 'labels', 'locale', 'published_at', 'title', 'updated_at', 'version'])
-  t.match(entry, { title: 'Dark mode', body: '', labels: [], version: '1.0.0', locale: 'en', published_at: null })
+  t.strictSame(Object.keys(entry).sort(), ['body', 'created_at', 'id', 'labels', 'locale', 'published_at', 'status', 'title', 'updated_at', 'version'])
+  t.match(entry, { title: 'Dark mode', body: '', labels: [], version: '1.0.0', locale: 'en', published_at: null, status: 'draft' })
   t.equal(entry.created_at, entry.updated_at)
 
   const got = await call(t, await testApp(), { url: res.headers.location as string, key })

@@ -69,7 +69,7 @@ t.test('the default page is 20 entries', async (t) => {
 
 t.test('limit and offset out of range are 400', async (t) => {
   const { key } = await createProject()
-  for (const query of ['?limit=0', '?limit=101', '?limit=2.5', '?offset=-1', '?offset=1000001', '?status=published', '?Locale=en', '?locale=english']) {
+  for (const query of ['?limit=0', '?limit=101', '?limit=2.5', '?offset=-1', '?offset=1000001', '?status=archived', '?status=Published', '?Locale=en', '?locale=english']) {
     const res = await list(t, key, query)
     t.equal(res.status, 400, query)
   }

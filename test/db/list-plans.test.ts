@@ -4,7 +4,7 @@ import t from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { hashApiKey } from '../../src/domain/secrets.js'
 import { createProject } from '../helpers/app.js'
-import { explainPlan, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
+import { explainPlan, indexScans, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
 
 t.test('program, tester and feedback lists use their indexes without sorting', async (t) => {
   const { db } = await testDatabase()
@@ -68,4 +68,55 @@ t.test('sortsBeyondAPage tells a sort of the page from a sort of every matching 
   const fullSort = ['Limit  (rows=21)', '  ->  Sort  (rows=100000)', '        ->  Seq Scan on changelog_entries'].join('\n')
   t.notOk(sortsBeyondAPage(pageSort))
   t.ok(sortsBeyondAPage(fullSort))
+})
+
+t.test('every changelog list (status, label, locale, offset or cursor) reads its index in order, without sorting', async (t) => {
+  const { id: projectId, key } = await createProject()
+  const repo = makeRepos((await testDatabase()).db).changelog
+  const at = new Date('2026-01-01T00:00:00.000Z')
+  const lists = {
+    published: { index: 'changelog_entries_project_published_idx', backward: false, cursor: /ROW\(published_at, id\) < ROW\(/ },
+    // The same index read backwards: soonest first.
+    scheduled: { index: 'changelog_entries_project_published_idx', backward: true, cursor: /ROW\(published_at, id\) > ROW\(/ },
+    draft: { index: 'changelog_entries_project_draft_idx', backward: false, cursor: /ROW\(updated_at, id\) < ROW\(/ },
+    all: { index: 'changelog_entries_project_created_idx', backward: false, cursor: /ROW\(created_at, id\) < ROW\(/ },
+  } as const
+  for (const scope of [projectId, { keyHash: hashApiKey(key), beta: false }]) {
+    for (const [status, expected] of Object.entries(lists) as [keyof typeof lists, (typeof lists)[keyof typeof lists]][]) {
+      for (const label of [undefined, 'new']) {
+        for (const locale of [undefined, 'pt-BR']) {
+          for (const position of [{ offset: 0 }, { offset: 10000 }, { offset: 0, after: { at, id: 'ch_zzzzzzzzzzzzzzzzzzzzz' } }]) {
+            const what = `${typeof scope === 'string' ? 'by id' : 'by key'}, ${status}, label ${label}, locale ${locale}, ${position.after ? 'cursor' : `offset ${position.offset}`}`
+            const plan = await explainPlan(repo.listQuery(scope, { status, label, locale, limit: 21, ...position }))
+            const scan = indexScans(plan).find((s) => s.index.startsWith('changelog_entries_'))
+            t.ok(scan, `an index scan of changelog_entries (${what})`)
+            t.equal(scan?.index, expected.index, `the list's index (${what})`)
+            t.equal(scan?.backward, expected.backward, `read ${expected.backward ? 'backwards' : 'forwards'} (${what})`)
+            t.notOk(sortsBeyondAPage(plan), `sorts only the page (${what})`)
+            t.notMatch(plan, /Seq Scan/, `no sequential scan (${what})`)
+            if (position.after) t.match(scan?.cond, expected.cursor, `the cursor is an index condition (${what})`)
+            // A label is checked on each row the index yields, in the list's order (see the README on its cost).
+            if (label) t.match(scan?.filter, /labels @> (ARRAY\[|'\{)/, `the label is a filter on the list's index scan (${what})`)
+            else t.notMatch(scan?.filter ?? '', /labels/, `no label, no filter (${what})`)
+          }
+        }
+      }
+    }
+  }
+})
+
+t.test('indexScans reads each index scan with its condition and filter', async (t) => {
+  const plan = [
+    'Sort  (rows=21)',
+    '  ->  Limit',
+    '        ->  Index Scan Backward using a_idx on a  (cost=0.1..1 rows=1)',
+    '              Index Cond: ((project_id = \'p\'::text) AND (published_at > now()))',
+    '              Filter: (labels @> ARRAY[\'new\'::text])',
+    '  ->  Index Only Scan using b_idx on b',
+    '        Index Cond: (id = a.id)',
+  ].join('\n')
+  t.strictSame(indexScans(plan), [
+    { node: 'Index Scan Backward', index: 'a_idx', backward: true, cond: "((project_id = 'p'::text) AND (published_at > now()))", filter: "(labels @> ARRAY['new'::text])" },
+    { node: 'Index Only Scan', index: 'b_idx', backward: false, cond: '(id = a.id)', filter: '' },
+  ])
 })

@@ -100,3 +100,38 @@ export async function freshPostgresDatabase(t: { teardown(fn: () => Promise<void
   base.pathname = `/${name}`
   return base.href
 }
+
+export interface IndexScan {
+  /** `Index Scan`, `Index Only Scan`, with ` Backward` when the index is read in reverse. */
+  node: string
+  index: string
+  backward: boolean
+  /** The node's `Index Cond:` (what the index itself narrows to), '' when none. */
+  cond: string
+  /** The node's `Filter:` (rows read from the index, then checked one by one), '' when none. */
+  filter: string
+}
+
+/**
+ * The index scans of a plan with their conditions and filters, so that a test can say which
+ * predicate an index serves (a cursor: an Index Cond) and which it only checks row by row (a
+ * label: a Filter on the list's index, in its order).
+ */
+export function indexScans(plan: string): IndexScan[] {
+  const lines = plan.split('\n')
+  const scans: IndexScan[] = []
+  for (const [i, line] of lines.entries()) {
+    const match = /(Index (?:Only )?Scan( Backward)?) using (\S+)/.exec(line)
+    if (!match) continue
+    const scan: IndexScan = { node: match[1]!, index: match[3]!, backward: match[2] !== undefined, cond: '', filter: '' }
+    const depth = line.search(/\S/)
+    for (const next of lines.slice(i + 1)) {
+      if (next.search(/\S/) <= depth || next.includes('->')) break
+      const property = /^\s*(Index Cond|Filter): (.*)$/.exec(next)
+      if (property?.[1] === 'Index Cond') scan.cond = property[2]!
+      if (property?.[1] === 'Filter') scan.filter = property[2]!
+    }
+    scans.push(scan)
+  }
+  return scans
+}

@@ -6,7 +6,7 @@ import t from 'tap'
 import { defaults } from '../../src/config.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { ADMIN_TOKEN, call, createProject } from '../helpers/app.js'
-import { explainPlan, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
+import { explainPlan, indexScans, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
 
 type T = Parameters<typeof call>[0]
 
@@ -40,27 +40,13 @@ async function spiedApp(t: T): Promise<FastifyInstance> {
   return app
 }
 
-t.test('a 304 builds no page or feed and reads no body; the ETag changes with everything shown', async (t) => {
-  const app = await spiedApp(t)
-  const { id: projectId, key } = await createProject({ name: 'Before' })
-  const api = (method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: object) => call(t, app, { method, url, key, body })
-  const write = async (method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: object) => {
-    const res = await api(method, url, body)
-    t.ok(res.status < 300, `${method} ${url} → ${res.status}`)
-    return res.json?.data as { id: string }
-  }
-
-  const urls = [
-    `/portal/${projectId}/changelog?limit=2`,
-    `/portal/${projectId}/changelog?locale=fr&limit=2`,
-    `/portal/${projectId}/changelog.atom`,
-    `/portal/${projectId}/changelog.atom?locale=fr`,
-    `/portal/${projectId}/changelog.json`,
-    `/portal/${projectId}/changelog.json?locale=fr`,
-  ]
+/**
+ * Loads each URL after an event: each must now differ from its last ETag (those `changes` names)
+ * or still match it with a 304 that built nothing; then its new ETag must be current.
+ */
+function etagChecker(t: T, app: FastifyInstance, urls: string[]) {
   const etags = new Map<string, string>()
-  /** Loads every URL: each must now differ from its last ETag (those `changes` names) or still match it (304). */
-  async function check(event: string, changes: (url: string) => boolean) {
+  return async function check(event: string, changes: (url: string) => boolean) {
     for (const url of urls) {
       const before = etags.get(url)
       if (before !== undefined) {
@@ -83,6 +69,27 @@ t.test('a 304 builds no page or feed and reads no body; the ETag changes with ev
       t.equal(builds(), buildsBefore, `${url}: the 304 built nothing and read no body`)
     }
   }
+}
+
+t.test('a 304 builds no page or feed and reads no body; the ETag changes with everything shown', async (t) => {
+  const app = await spiedApp(t)
+  const { id: projectId, key } = await createProject({ name: 'Before' })
+  const api = (method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: object) => call(t, app, { method, url, key, body })
+  const write = async (method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: object) => {
+    const res = await api(method, url, body)
+    t.ok(res.status < 300, `${method} ${url} → ${res.status}`)
+    return res.json?.data as { id: string }
+  }
+
+  const urls = [
+    `/portal/${projectId}/changelog?limit=2`,
+    `/portal/${projectId}/changelog?locale=fr&limit=2`,
+    `/portal/${projectId}/changelog.atom`,
+    `/portal/${projectId}/changelog.atom?locale=fr`,
+    `/portal/${projectId}/changelog.json`,
+    `/portal/${projectId}/changelog.json?locale=fr`,
+  ]
+  const check = etagChecker(t, app, urls)
   const all = () => true
   const fr = (url: string) => url.includes('locale=fr')
 
@@ -120,17 +127,59 @@ t.test('a 304 builds no page or feed and reads no body; the ETag changes with ev
   t.match((await call(t, app, { url: `/portal/${projectId}/changelog.json` })).json, { title: 'After changelog' })
 })
 
+t.test('a label is part of the ETag and of the state: a filtered page has its own, which follows the label', async (t) => {
+  const app = await spiedApp(t)
+  const { id: projectId, key } = await createProject()
+  const write = async (method: 'POST' | 'PATCH', url: string, body: object) => {
+    const res = await call(t, app, { method, url, key, body })
+    t.ok(res.status < 300, `${method} ${url} → ${res.status}`)
+    return res.json.data as { id: string }
+  }
+  const path = `/portal/${projectId}/changelog`
+  const unfiltered = [`${path}?limit=2`, `${path}.atom`, `${path}.json`]
+  const labelled = [`${path}?label=new&limit=2`, `${path}.atom?label=new`, `${path}.json?label=new`]
+  const check = etagChecker(t, app, [...unfiltered, ...labelled])
+  const all = () => true
+  const isLabelled = (url: string) => url.includes('label=')
+  const etag = async (url: string) => String((await call(t, app, { url })).headers.etag)
+
+  await check('first load', all)
+  const a = await write('POST', '/v1/changelog', { title: 'A', labels: ['New'], status: 'published', published_at: '2025-03-01T00:00:00Z' })
+  await check('an entry with the label published', all)
+  // Both show exactly entry A: the same state, yet different documents (the filtered one's links keep the label).
+  for (const [i, url] of unfiltered.entries()) t.not(await etag(labelled[i]!), await etag(url), `${labelled[i]} has its own ETag`)
+  t.equal(await etag(`${path}?label=%20NEW%20&limit=2`), await etag(labelled[0]!), 'the label counts as normalised: one page, one ETag')
+
+  const b = await write('POST', '/v1/changelog', { title: 'B', status: 'published', published_at: '2025-02-01T00:00:00Z' })
+  await check('an entry without the label published', (url) => !isLabelled(url))
+  await write('PATCH', `/v1/changelog/${b.id}`, { labels: ['new'] })
+  await check('an entry gaining the label', all)
+  await write('PATCH', `/v1/changelog/${a.id}`, { labels: ['fix'] })
+  await check('an entry losing the label', all)
+  await write('PATCH', `/v1/changelog/${a.id}`, { body: 'Edited' })
+  await check('an entry without the label edited', (url) => !isLabelled(url))
+  await write('POST', '/v1/changelog', { title: 'Draft', labels: ['new'] })
+  await check('a draft with the label', () => false)
+
+  const page = await call(t, app, { url: labelled[0]! })
+  t.match(page.raw, new RegExp(`<article id="${b.id}"`), 'the labelled page shows the entry that gained the label')
+  t.notMatch(page.raw, new RegExp(`<article id="${a.id}"`), 'and not the one that lost it')
+})
+
 t.test('the state of a page is one statement on the project key and the list index, sorting no more than the page', async (t) => {
   const { id } = await createProject()
   const repos = makeRepos((await testDatabase()).db)
   for (const locale of [undefined, 'fr']) {
     for (const offset of [0, 40]) {
-      const plan = await explainPlan(repos.changelog.portalStateQuery(id, { locale, limit: 50, offset }))
-      t.match(plan, /Index (Only )?Scan using changelog_entries_project_published_idx/, `the list index (locale ${locale}, offset ${offset})`)
-      t.match(plan, /Index Scan using projects_pkey/, 'the project by its key')
-      if (locale) t.match(plan, /Index Scan using changelog_translations_entry_id_locale_key_pk/, 'translations by their key')
-      t.notOk(sortsBeyondAPage(plan), 'no sort beyond the page')
-      t.notMatch(plan, /Seq Scan/)
+      for (const label of [undefined, 'new']) {
+        const plan = await explainPlan(repos.changelog.portalStateQuery(id, { locale, label, limit: 50, offset }))
+        t.match(plan, /Index (Only )?Scan using changelog_entries_project_published_idx/, `the list index (locale ${locale}, offset ${offset}, label ${label})`)
+        if (label) t.match(indexScans(plan).find((s) => s.index === 'changelog_entries_project_published_idx')?.filter, /labels @>/, 'the label, a filter on the list index in its order')
+        t.match(plan, /Index Scan using projects_pkey/, 'the project by its key')
+        if (locale) t.match(plan, /Index Scan using changelog_translations_entry_id_locale_key_pk/, 'translations by their key')
+        t.notOk(sortsBeyondAPage(plan), 'no sort beyond the page')
+        t.notMatch(plan, /Seq Scan/)
+      }
     }
   }
 })

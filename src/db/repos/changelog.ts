@@ -1,9 +1,9 @@
-import { and, eq, lte, sql, type SQL } from 'drizzle-orm'
+import { and, eq, getTableColumns, gt, isNull, lte, sql, type SQL } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { localeKey } from '../../domain/locale.js'
-import type { PublishedAt } from '../../domain/publishing.js'
+import type { PublishedAt, PublishingState } from '../../domain/publishing.js'
 import type { Database } from '../client.js'
-import { descNullsLast } from './order.js'
+import { ascNullsFirst, descNullsLast } from './order.js'
 import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
 import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type ProjectIdInput, type ProjectScope, type ScopeShape } from './scope.js'
@@ -12,8 +12,25 @@ import { changelog_entries, changelog_translations, projects } from '../schema.j
 export type EntryRow = typeof changelog_entries.$inferSelect
 export type TranslationRow = typeof changelog_translations.$inferSelect
 
-/** An entry as a reader sees it: in a translation's locale, title and body when one was asked for and exists. */
-export type EntryView = Pick<EntryRow, 'id' | 'title' | 'body' | 'labels' | 'published_at' | 'locale' | 'version' | 'created_at' | 'updated_at'>
+/**
+ * An entry as a reader sees it: in a translation's locale, title and body when one was asked for
+ * and exists; `status` read off `published_at` by the database's clock in the statement that
+ * read the entry (the same now() a list filters by, so a list and its entries' status agree).
+ */
+export type EntryView = Pick<EntryRow, 'id' | 'title' | 'body' | 'labels' | 'published_at' | 'locale' | 'version' | 'created_at' | 'updated_at'> & {
+  status: PublishingState
+}
+
+/** Which entries GET /v1/changelog lists (contract §8): `published` is what a visitor sees. */
+export type ListStatus = 'published' | 'scheduled' | 'draft' | 'all'
+
+/** The column each list is ordered by (then by id), whose value a cursor holds. */
+export const LIST_ORDER_COLUMN = {
+  published: 'published_at',
+  scheduled: 'published_at',
+  draft: 'updated_at',
+  all: 'created_at',
+} as const satisfies Record<ListStatus, keyof EntryView>
 
 export interface NewEntry {
   title: string
@@ -65,16 +82,34 @@ export interface PortalEntryState {
   html_bytes: number | null
 }
 
-/** An entry as the portal shows it: its stored HTML, and its Markdown only where that HTML is missing. */
-export type PortalEntry = Omit<EntryView, 'body'> & { body_html: string | null; body_without_html: string | null }
+/** An entry as the portal shows it (published, so no status): its stored HTML, and its Markdown only where that HTML is missing. */
+export type PortalEntry = Omit<EntryView, 'body' | 'status'> & { body_html: string | null; body_without_html: string | null }
 
 export interface ListOptions extends PageOptions {
+  /** Which entries, in that list's order; `published` when absent. */
+  status?: ListStatus
+  /** Only entries with this label, already normalised (domain/labels.ts). */
+  label?: string
   /** Return each entry in this locale where it has a translation. */
   locale?: string
 }
 
-interface ListInput extends PageInput {
+/** What a page of the public changelog asks for: the published list, by offset only. */
+export interface PortalOptions {
+  limit: number
+  offset: number
+  locale?: string
+  /** Normalised, as in ListOptions. */
+  label?: string
+}
+
+interface IdsInput extends PageInput {
   projectId: ProjectIdInput
+  status: ListStatus
+  label?: Input<string>
+}
+
+interface ListInput extends IdsInput {
   localeKey?: Input<string>
 }
 
@@ -83,7 +118,7 @@ interface ListInput extends PageInput {
 const dbNow = sql`date_trunc('milliseconds', now())`
 const publishedAtValue = (value: PublishedAt): Date | null | SQL => (value === 'now' ? dbNow : value)
 
-const toView = (entry: EntryRow, translation?: Pick<TranslationRow, 'title' | 'body' | 'locale'>): EntryView => ({
+const toView = (entry: EntryRow & { status: PublishingState }, translation?: Pick<TranslationRow, 'title' | 'body' | 'locale'>): EntryView => ({
   id: entry.id,
   title: translation?.title ?? entry.title,
   body: translation?.body ?? entry.body,
@@ -93,12 +128,40 @@ const toView = (entry: EntryRow, translation?: Pick<TranslationRow, 'title' | 'b
   version: entry.version,
   created_at: entry.created_at,
   updated_at: entry.updated_at,
+  status: entry.status,
 })
 
 export function changelogRepo(db: Database) {
   const e = changelog_entries
   const t = changelog_translations
   const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(e.project_id, projectId), eq(e.id, id))
+
+  // The same now() as the lists' conditions below: within one statement it is one instant, so an
+  // entry a list selected as published always says `published`.
+  const status = sql<PublishingState>`case when ${e.published_at} is null then 'draft' when ${e.published_at} > now() then 'scheduled' else 'published' end`
+  /** An entry row with its status, as an insert or update returns it. */
+  const rowWithStatus = { ...getTableColumns(e), status }
+
+  /**
+   * Each list's entries and the direction of its order, on LIST_ORDER_COLUMN then the id: the
+   * order of its index (schema.ts), so that none sorts. `published` and `scheduled` read
+   * changelog_entries_project_published_idx forwards and backwards, `draft` its partial index
+   * (whose condition this one matches) and `all` the created_at index.
+   */
+  const lists: Record<ListStatus, { where: SQL | undefined; direction: 'asc' | 'desc' }> = {
+    published: { where: lte(e.published_at, sql`now()`), direction: 'desc' },
+    scheduled: { where: gt(e.published_at, sql`now()`), direction: 'asc' },
+    draft: { where: isNull(e.published_at), direction: 'desc' },
+    all: { where: undefined, direction: 'desc' },
+  }
+  const orderColumn = (list: ListStatus) => e[LIST_ORDER_COLUMN[list]]
+  const orderOf = (list: ListStatus) => {
+    const by = lists[list].direction === 'desc' ? descNullsLast : ascNullsFirst
+    return [by(orderColumn(list)), by(e.id)]
+  }
+  // An array's containment, so that a GIN index on labels could serve it one day; today the
+  // label is a filter on the list's index scan, in the list's order (see the README on its cost).
+  const labelled = (label: Input<string> | undefined) => (label === undefined ? undefined : sql`${e.labels} @> array[${label}::text]`)
 
   const view = {
     id: e.id,
@@ -110,38 +173,41 @@ export function changelogRepo(db: Database) {
     version: e.version,
     created_at: e.created_at,
     updated_at: e.updated_at,
+    status,
   }
-  const { body: _body, ...viewWithoutBody } = view
+  const { body: _body, status: _status, ...viewWithoutBody } = view
   /** The translation in the asked locale; without a locale, the join matches nothing. */
   const translationOf = (key: Input<string> | undefined) => and(eq(t.entry_id, e.id), key === undefined ? sql`false` : eq(t.locale_key, key))
 
   /**
-   * The published page, newest first, one row beyond `limit` telling whether another exists.
-   * A deferred join: the page's ids come from changelog_entries_project_published_idx alone
-   * (its order, nulls last included, so no sort; an index-only scan where the visibility map
-   * allows), and only the rows of the page are read whole. A deep OFFSET then skips index
-   * entries, not 500-character rows; a cursor (`after`) starts right at its row in the index.
-   * A test holds the plan to that with EXPLAIN.
+   * A page of one list, one row beyond `limit` telling whether another exists. A deferred
+   * join: the page's ids come from the list's index alone (its order, nulls included, so no
+   * sort; an index-only scan where the visibility map allows and no label is asked for), and
+   * only the rows of the page are read whole. A deep OFFSET then skips index entries, not
+   * 500-character rows; a cursor (`after`) starts right at its row in the index. Tests hold
+   * every list's plan to that with EXPLAIN.
    */
   function listQuery(input: ListInput) {
-    const ids = publishedIds(input).as('page')
+    const ids = pageIds(input).as('page')
     return db
       .select(view)
       .from(ids)
       .innerJoin(e, eq(e.id, ids.id))
       .leftJoin(t, translationOf(input.localeKey))
-      .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
+      .orderBy(...orderOf(input.status))
   }
 
-  /** The ids of the published page (the deferred join's index part, shared with the portal). */
-  const publishedIds = (input: Pick<ListInput, 'projectId' | 'limit' | 'offset' | 'after'>) =>
-    db
+  /** The ids of a page (the deferred join's index part, shared with the portal). */
+  function pageIds(input: IdsInput) {
+    const { where, direction } = lists[input.status]
+    return db
       .select({ id: e.id })
       .from(e)
-      .where(and(eq(e.project_id, input.projectId), lte(e.published_at, sql`now()`), rowsAfter(e.published_at, e.id, input.after)))
-      .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
+      .where(and(eq(e.project_id, input.projectId), where, labelled(input.label), rowsAfter(orderColumn(input.status), e.id, input.after, direction)))
+      .orderBy(...orderOf(input.status))
       .limit(input.limit)
       .offset(input.offset)
+  }
 
   // The HTML and body shown for an entry: its translation's when the join found one (a
   // translation's HTML may be missing where the entry's is not, so no coalesce).
@@ -155,8 +221,8 @@ export function changelogRepo(db: Database) {
    * (the same deferred join as the list), so a conditional request that ends in a 304 costs
    * this and nothing else. No row: no such project.
    */
-  function portalStateQuery(input: { projectId: Input<string>; localeKey?: Input<string>; limit: Input<number>; offset: Input<number> }) {
-    const ids = publishedIds(input).as('page')
+  function portalStateQuery(input: { projectId: Input<string>; localeKey?: Input<string>; label?: Input<string>; limit: Input<number>; offset: Input<number> }) {
+    const ids = pageIds({ ...input, status: 'published' }).as('page')
     return db
       .select({
         name: projects.name,
@@ -194,6 +260,8 @@ export function changelogRepo(db: Database) {
     db.select(view).from(e).leftJoin(t, translationOf(key)).where(scoped(projectId, id))
 
   const listValues = (options: ListOptions): Omit<ListInput, 'projectId'> => ({
+    status: options.status ?? 'published',
+    label: options.label,
     localeKey: options.locale === undefined ? undefined : localeKey(options.locale),
     ...pageValues({ ...options, limit: options.limit + 1 }),
   })
@@ -201,6 +269,8 @@ export function changelogRepo(db: Database) {
   // Hot reads: built once per shape, run as prepared statements.
   const p = sql.placeholder
   interface ListShape extends Record<string, string> {
+    status: ListStatus
+    label: 'any' | 'label'
     locale: 'base' | 'locale'
     page: 'offset' | 'after'
     scope: ScopeShape
@@ -208,6 +278,8 @@ export function changelogRepo(db: Database) {
   const preparedList = preparedOnce('changelog_list', (shape: ListShape, name) =>
     listQuery({
       projectId: projectIdPlaceholder(shape.scope),
+      status: shape.status,
+      label: shape.label === 'label' ? p('label') : undefined,
       localeKey: shape.locale === 'locale' ? p('localeKey') : undefined,
       ...pagePlaceholders(shape.page === 'after'),
     }).prepare(name),
@@ -216,8 +288,14 @@ export function changelogRepo(db: Database) {
     getQuery(projectIdPlaceholder(shape.scope), p('id'), shape.locale === 'locale' ? p('localeKey') : undefined).prepare(name),
   )
 
-  const preparedPortalState = preparedOnce('changelog_portal_state', (shape: { locale: 'base' | 'locale' }, name) =>
-    portalStateQuery({ projectId: p('projectId'), localeKey: shape.locale === 'locale' ? p('localeKey') : undefined, limit: p('limit'), offset: p('offset') }).prepare(name),
+  const preparedPortalState = preparedOnce('changelog_portal_state', (shape: { locale: 'base' | 'locale'; label: 'any' | 'label' }, name) =>
+    portalStateQuery({
+      projectId: p('projectId'),
+      localeKey: shape.locale === 'locale' ? p('localeKey') : undefined,
+      label: shape.label === 'label' ? p('label') : undefined,
+      limit: p('limit'),
+      offset: p('offset'),
+    }).prepare(name),
   )
   const preparedPortalEntries = preparedOnce('changelog_portal_entries', (shape: { locale: 'base' | 'locale' }, name) =>
     portalEntriesQuery(p('projectId'), p('ids'), shape.locale === 'locale' ? p('localeKey') : undefined).prepare(name),
@@ -225,15 +303,22 @@ export function changelogRepo(db: Database) {
 
   return {
     /** The portal's state query with values, for EXPLAIN. */
-    portalStateQuery: (projectId: string, options: PageOptions & { locale?: string }) =>
-      portalStateQuery({ projectId, localeKey: options.locale === undefined ? undefined : localeKey(options.locale), limit: options.limit + 1, offset: options.offset }),
+    portalStateQuery: (projectId: string, options: PortalOptions) =>
+      portalStateQuery({
+        projectId,
+        localeKey: options.locale === undefined ? undefined : localeKey(options.locale),
+        label: options.label,
+        limit: options.limit + 1,
+        offset: options.offset,
+      }),
 
     /** The state of a page of the public changelog (see PortalState); undefined when there is no such project. */
-    async portalState(projectId: string, options: PageOptions & { locale?: string }): Promise<PortalState | undefined> {
+    async portalState(projectId: string, options: PortalOptions): Promise<PortalState | undefined> {
       const key = options.locale === undefined ? undefined : localeKey(options.locale)
-      const rows = await preparedPortalState({ locale: key === undefined ? 'base' : 'locale' }).execute({
+      const rows = await preparedPortalState({ locale: key === undefined ? 'base' : 'locale', label: options.label === undefined ? 'any' : 'label' }).execute({
         projectId,
         localeKey: key,
+        label: options.label,
         limit: options.limit + 1,
         offset: options.offset,
       })
@@ -268,8 +353,14 @@ export function changelogRepo(db: Database) {
 
     async list(scope: ProjectScope, options: ListOptions): Promise<{ entries: EntryView[]; hasMore: boolean }> {
       const input = listValues(options)
-      const shape: ListShape = { locale: input.localeKey === undefined ? 'base' : 'locale', page: input.after ? 'after' : 'offset', scope: scopeShape(scope) }
-      const rows = await preparedList(shape).execute({ ...scopeParameters(scope), localeKey: input.localeKey, ...pageParameters(input) })
+      const shape: ListShape = {
+        status: input.status,
+        label: input.label === undefined ? 'any' : 'label',
+        locale: input.localeKey === undefined ? 'base' : 'locale',
+        page: input.after ? 'after' : 'offset',
+        scope: scopeShape(scope),
+      }
+      const rows = await preparedList(shape).execute({ ...scopeParameters(scope), label: input.label, localeKey: input.localeKey, ...pageParameters(input) })
       return { entries: rows.slice(0, options.limit), hasMore: rows.length > options.limit }
     },
 
@@ -291,7 +382,7 @@ export function changelogRepo(db: Database) {
           created_at: dbNow,
           updated_at: dbNow,
         })
-        .returning()
+        .returning(rowWithStatus)
       return toView(row!)
     },
 
@@ -304,7 +395,7 @@ export function changelogRepo(db: Database) {
     update(projectId: string, id: string, locale: string | undefined, decide: (current: CurrentEntry) => EntryPatch): Promise<EntryView | undefined> {
       return db.transaction(async (tx) => {
         const [current] = await tx
-          .select({ entry: e, now: sql`now()`.mapWith(e.updated_at) })
+          .select({ entry: e, status, now: sql`now()`.mapWith(e.updated_at) })
           .from(e)
           .where(scoped(projectId, id))
           .for('update')
@@ -319,7 +410,7 @@ export function changelogRepo(db: Database) {
 
         const patch = decide({ entry: current.entry, translation, now: current.now })
         const written = patch.translation && (patch.translation.title !== undefined || patch.translation.body !== undefined)
-        if (Object.keys(patch.entry).length === 0 && !written) return toView(current.entry, translation)
+        if (Object.keys(patch.entry).length === 0 && !written) return toView({ ...current.entry, status: current.status }, translation)
 
         if (written) {
           const { locale: tag, title, body, body_html } = patch.translation!
@@ -355,7 +446,7 @@ export function changelogRepo(db: Database) {
             updated_at: sql`greatest(${dbNow}, ${e.updated_at} + interval '1 millisecond')`,
           })
           .where(scoped(projectId, id))
-          .returning()
+          .returning(rowWithStatus)
         return toView(entry!, patch.translation ? translation : undefined)
       })
     },

@@ -6,3 +6,8 @@ import { sql, type AnyColumn, type SQL } from 'drizzle-orm'
  * orders (even on NOT NULL columns) and adds a Sort over every matching row for the mismatch.
  */
 export const descNullsLast = (column: AnyColumn): SQL => sql`${column} desc nulls last`
+/**
+ * Ascending in the exact order of one of our `.desc()` indexes read backwards (DESC NULLS LAST
+ * reversed is ASC NULLS FIRST), so that an ascending list needs no index of its own.
+ */
+export const ascNullsFirst = (column: AnyColumn): SQL => sql`${column} asc nulls first`

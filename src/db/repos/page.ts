@@ -36,9 +36,14 @@ export const pagePlaceholders = (keyset: boolean): PageInput => ({
 export const pageParameters = (page: PageInput) => ({ limit: page.limit, offset: page.offset, afterAt: page.after?.at, afterId: page.after?.id })
 
 /**
- * Rows after `after` in a list ordered by (at desc, id desc): one row comparison, which the
- * list's index serves as an index condition (the EXPLAIN tests check it), so a keyset page
- * starts at its row instead of reading its way there.
+ * Rows after `after` in a list ordered by (at desc, id desc), or by (at asc, id asc) when
+ * `direction` says so: one row comparison, which the list's index serves as an index condition
+ * (the EXPLAIN tests check it), so a keyset page starts at its row instead of reading its way
+ * there.
  */
-export const rowsAfter = (at: AnyColumn, id: AnyColumn, after: PageInput['after']): SQL | undefined =>
-  after ? sql`(${at}, ${id}) < (${after.at}::timestamptz, ${after.id})` : undefined
+export const rowsAfter = (at: AnyColumn, id: AnyColumn, after: PageInput['after'], direction: 'desc' | 'asc' = 'desc'): SQL | undefined =>
+  after
+    ? direction === 'desc'
+      ? sql`(${at}, ${id}) < (${after.at}::timestamptz, ${after.id})`
+      : sql`(${at}, ${id}) > (${after.at}::timestamptz, ${after.id})`
+    : undefined

@@ -1,0 +1,2 @@
+CREATE INDEX "changelog_entries_project_draft_idx" ON "changelog_entries" USING btree ("project_id","updated_at" DESC NULLS LAST,"id" DESC NULLS LAST) WHERE "changelog_entries"."published_at" is null;--> statement-breakpoint
+CREATE INDEX "changelog_entries_project_created_idx" ON "changelog_entries" USING btree ("project_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);
