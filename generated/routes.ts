@@ -58,7 +58,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -254,6 +255,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "version": {
@@ -263,6 +265,7 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "maxLength": 256,
                 "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
                 "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
               },
               {
@@ -285,6 +288,7 @@ export const routes: RouteSpec[] = [
                 "format": "uri",
                 "maxLength": 2048,
                 "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "x-expected": "an absolute http or https URL of at most 2048 characters, with a host and no user info, such as https://example.com/beta",
                 "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
               },
               {
@@ -319,6 +323,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
@@ -629,6 +634,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "version": {
@@ -637,6 +643,7 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "maxLength": 256,
                 "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
                 "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
               },
               {
@@ -659,6 +666,7 @@ export const routes: RouteSpec[] = [
                 "format": "uri",
                 "maxLength": 2048,
                 "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "x-expected": "an absolute http or https URL of at most 2048 characters, with a host and no user info, such as https://example.com/beta",
                 "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
               },
               {
@@ -691,6 +699,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
@@ -900,7 +909,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -1079,6 +1089,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*(?=\\S{3,254}\\s*$)[^\\s@]+@[^\\s@.]+(?:\\.[^\\s@.]+)+\\s*$",
+            "x-expected": "an email address of at most 254 characters with one @ and a dot in the domain, such as ada@example.com",
             "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored\nlowercased.\n"
           }
         }
@@ -1599,7 +1610,8 @@ export const routes: RouteSpec[] = [
           "tester_id": {
             "type": "string",
             "maxLength": 24,
-            "pattern": "^bt_[0-9A-Za-z]{21}$"
+            "pattern": "^bt_[0-9A-Za-z]{21}$",
+            "x-expected": "a tester id: bt_ and 21 letters or digits"
           },
           "limit": {
             "type": "integer",
@@ -1618,7 +1630,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -1846,6 +1859,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "limit": {
@@ -1865,7 +1879,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -2040,6 +2055,7 @@ export const routes: RouteSpec[] = [
             "minLength": 1,
             "maxLength": 200,
             "pattern": "\\S",
+            "x-expected": "1 to 200 characters, not all white space",
             "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
@@ -2056,6 +2072,7 @@ export const routes: RouteSpec[] = [
               "type": "string",
               "maxLength": 256,
               "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+              "x-expected": "a label of 1 to 32 characters, not counting white space around them",
               "description": "A label of 1 to 32 characters after trimming."
             },
             "default": []
@@ -2064,6 +2081,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 256,
             "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+            "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
             "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$",
             "default": "1.0.0"
           },
@@ -2081,6 +2099,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$",
             "default": "en"
           },
@@ -2089,6 +2108,7 @@ export const routes: RouteSpec[] = [
             "format": "date-time",
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
+            "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
             "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
           }
         }
@@ -2215,6 +2235,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
         }
@@ -2348,6 +2369,7 @@ export const routes: RouteSpec[] = [
             "minLength": 1,
             "maxLength": 200,
             "pattern": "\\S",
+            "x-expected": "1 to 200 characters, not all white space",
             "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
@@ -2363,6 +2385,7 @@ export const routes: RouteSpec[] = [
               "type": "string",
               "maxLength": 256,
               "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+              "x-expected": "a label of 1 to 32 characters, not counting white space around them",
               "description": "A label of 1 to 32 characters after trimming."
             }
           },
@@ -2370,6 +2393,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 256,
             "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+            "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
             "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
           },
           "status": {
@@ -2385,6 +2409,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "published_at": {
@@ -2392,6 +2417,7 @@ export const routes: RouteSpec[] = [
             "format": "date-time",
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
+            "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
             "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
           }
         }
@@ -2518,6 +2544,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
         }
@@ -2554,6 +2581,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "plan": {
@@ -2744,6 +2772,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "plan": {
@@ -3096,7 +3125,8 @@ export const routes: RouteSpec[] = [
           "token": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^[A-Za-z0-9_-]*$"
+            "pattern": "^[A-Za-z0-9_-]*$",
+            "x-expected": "the token of a join link: letters, digits, _ and -"
           }
         }
       },
@@ -3305,6 +3335,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "limit": {
@@ -3353,6 +3384,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
         }
@@ -3388,6 +3420,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
         }
