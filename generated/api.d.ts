@@ -607,8 +607,9 @@ export interface paths {
          *     Scheduled entries appear by themselves once their time has passed. Bodies are Markdown
          *     rendered without raw HTML: tags in a body are shown as text, and links other than
          *     `http:`, `https:` and `mailto:` are not made links. The page's own words are English;
-         *     each entry carries `lang` for its locale. It shows the project's name and nothing else
-         *     about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
+         *     each entry carries `lang` for its locale. Each entry shows its date, its version only
+         *     where one was given (not the `1.0.0` an entry reads by default), and its labels. It
+         *     shows the project's name and nothing else about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
          *     since a page of a list changes when entries before it are published or deleted.
          */
         get: operations["getPortalChangelogPage"];
@@ -936,6 +937,11 @@ export interface components {
             labels: string[];
             published_at: components["schemas"]["Timestamp"] | null;
             locale: components["schemas"]["Locale"];
+            /**
+             * @description The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public
+             *     changelog page shows a version only where one was given (`1.0.0` sent explicitly
+             *     included), so the default never reads as a release number.
+             */
             version: components["schemas"]["SemVer"];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
@@ -956,7 +962,11 @@ export interface components {
             body: components["schemas"]["ChangelogBody"];
             /** @default [] */
             labels: components["schemas"]["ChangelogLabels"];
-            /** @default 1.0.0 */
+            /**
+             * @description Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even
+             *     `1.0.0`), the page shows it.
+             * @default 1.0.0
+             */
             version: components["schemas"]["SemVer"];
             /** @default draft */
             status: components["schemas"]["ChangelogStatus"];
@@ -975,7 +985,12 @@ export interface components {
             title?: components["schemas"]["ChangelogTitle"];
             body?: components["schemas"]["ChangelogBody"];
             labels?: components["schemas"]["ChangelogLabels"];
-            version?: components["schemas"]["SemVer"];
+            /**
+             * @description (ext) A version sets it, and the public page shows it from then on (`1.0.0`
+             *     included). `null` takes it back to none given: the entry reads `1.0.0` again and
+             *     the page shows no version.
+             */
+            version?: components["schemas"]["SemVer"] | null;
             status?: components["schemas"]["ChangelogStatus"];
             locale?: components["schemas"]["Locale"];
             published_at?: components["schemas"]["InputTimestamp"];

@@ -1958,7 +1958,7 @@ export const routes: RouteSpec[] = [
                   "version": {
                     "type": "string",
                     "maxLength": 256,
-                    "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                    "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                     "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                   },
                   "created_at": {
@@ -2080,7 +2080,7 @@ export const routes: RouteSpec[] = [
           "version": {
             "type": "string",
             "maxLength": 256,
-            "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+            "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n",
             "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
             "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$",
             "default": "1.0.0"
@@ -2183,7 +2183,7 @@ export const routes: RouteSpec[] = [
                 "version": {
                   "type": "string",
                   "maxLength": 256,
-                  "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                  "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                   "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                 },
                 "created_at": {
@@ -2310,7 +2310,7 @@ export const routes: RouteSpec[] = [
                 "version": {
                   "type": "string",
                   "maxLength": 256,
-                  "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                  "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                   "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                 },
                 "created_at": {
@@ -2390,11 +2390,19 @@ export const routes: RouteSpec[] = [
             }
           },
           "version": {
-            "type": "string",
-            "maxLength": 256,
-            "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
-            "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
-            "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
+            "description": "(ext) A version sets it, and the public page shows it from then on (`1.0.0`\nincluded). `null` takes it back to none given: the entry reads `1.0.0` again and\nthe page shows no version.\n",
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 256,
+                "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
+                "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "status": {
             "type": "string",
@@ -2492,7 +2500,7 @@ export const routes: RouteSpec[] = [
                 "version": {
                   "type": "string",
                   "maxLength": 256,
-                  "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                  "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                   "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                 },
                 "created_at": {
