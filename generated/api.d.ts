@@ -661,7 +661,9 @@ export interface paths {
          * The public changelog as a JSON Feed 1.1
          * @description The same 50 newest published entries as the Atom feed, as a JSON Feed 1.1
          *     (https://jsonfeed.org/version/1.1). `content_html` is the rendered Markdown body;
-         *     `id` is the entry's id; URLs are relative to the feed's own URL. Conditional requests,
+         *     `id` is the entry's id (`ch_...`, as the API returns it; the same in every locale's
+         *     feed, and never changes; the Atom feed, which needs an IRI, uses a `urn:uuid:` derived
+         *     from it); URLs are relative to the feed's own URL. Conditional requests,
          *     caching and `Access-Control-Allow-Origin: *` work as for the Atom feed.
          */
         get: operations["getPortalChangelogJsonFeed"];
