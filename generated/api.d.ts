@@ -700,8 +700,9 @@ export interface paths {
          *     Scheduled entries appear by themselves once their time has passed. Bodies are Markdown
          *     rendered without raw HTML: tags in a body are shown as text, and links other than
          *     `http:`, `https:` and `mailto:` are not made links. The page's own words are English;
-         *     each entry carries `lang` for its locale. It shows the project's name and nothing else
-         *     about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
+         *     each entry carries `lang` for its locale. Each entry shows its date, its version only
+         *     where one was given (not the `1.0.0` an entry reads by default), and its labels. It
+         *     shows the project's name and nothing else about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
          *     since a page of a list changes when entries before it are published or deleted.
          *
          *     With `label`, only the published entries with that label, as `GET
@@ -762,10 +763,11 @@ export interface paths {
          * The public changelog as a JSON Feed 1.1
          * @description The same 50 newest published entries as the Atom feed, as a JSON Feed 1.1
          *     (https://jsonfeed.org/version/1.1). `content_html` is the rendered Markdown body;
-         *     `id` is the entry's id; URLs are relative to the feed's own URL. Conditional requests,
-         *     caching and `Access-Control-Allow-Origin: *` work as for the Atom feed. With `label`,
-         *     the entries with that label; `home_page_url`, `feed_url` and each item's `url` keep
-         *     the label.
+         *     `id` is the entry's id (`ch_...`, as the API returns it; the same in every locale's
+         *     feed, and never changes; the Atom feed, which needs an IRI, uses a `urn:uuid:` derived
+         *     from it); URLs are relative to the feed's own URL. Conditional requests, caching and
+         *     `Access-Control-Allow-Origin: *` work as for the Atom feed. With `label`, the entries
+         *     with that label; `home_page_url`, `feed_url` and each item's `url` keep the label.
          */
         get: operations["getPortalChangelogJsonFeed"];
         put?: never;
@@ -1045,6 +1047,11 @@ export interface components {
             labels: string[];
             published_at: components["schemas"]["Timestamp"] | null;
             locale: components["schemas"]["Locale"];
+            /**
+             * @description The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public
+             *     changelog page shows a version only where one was given (`1.0.0` sent explicitly
+             *     included), so the default never reads as a release number.
+             */
             version: components["schemas"]["SemVer"];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
@@ -1077,7 +1084,11 @@ export interface components {
             body: components["schemas"]["ChangelogBody"];
             /** @default [] */
             labels: components["schemas"]["ChangelogLabels"];
-            /** @default 1.0.0 */
+            /**
+             * @description Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even
+             *     `1.0.0`), the page shows it.
+             * @default 1.0.0
+             */
             version: components["schemas"]["SemVer"];
             /** @default draft */
             status: components["schemas"]["ChangelogStatus"];
@@ -1096,7 +1107,12 @@ export interface components {
             title?: components["schemas"]["ChangelogTitle"];
             body?: components["schemas"]["ChangelogBody"];
             labels?: components["schemas"]["ChangelogLabels"];
-            version?: components["schemas"]["SemVer"];
+            /**
+             * @description (ext) A version sets it, and the public page shows it from then on (`1.0.0`
+             *     included). `null` takes it back to none given: the entry reads `1.0.0` again and
+             *     the page shows no version.
+             */
+            version?: components["schemas"]["SemVer"] | null;
             status?: components["schemas"]["ChangelogStatus"];
             locale?: components["schemas"]["Locale"];
             published_at?: components["schemas"]["InputTimestamp"];

@@ -60,7 +60,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -256,6 +257,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "version": {
@@ -265,6 +267,7 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "maxLength": 256,
                 "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
                 "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
               },
               {
@@ -287,6 +290,7 @@ export const routes: RouteSpec[] = [
                 "format": "uri",
                 "maxLength": 2048,
                 "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "x-expected": "an absolute http or https URL of at most 2048 characters, with a host and no user info, such as https://example.com/beta",
                 "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
               },
               {
@@ -321,6 +325,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
@@ -631,6 +636,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "version": {
@@ -639,6 +645,7 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "maxLength": 256,
                 "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
                 "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
               },
               {
@@ -661,6 +668,7 @@ export const routes: RouteSpec[] = [
                 "format": "uri",
                 "maxLength": 2048,
                 "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?#].*)?$",
+                "x-expected": "an absolute http or https URL of at most 2048 characters, with a host and no user info, such as https://example.com/beta",
                 "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info (`https://a.example@b.example/` is refused: it names host `b.example`), spaces or control characters. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, such as an empty host, a port above 65535 or a percent-encoded `@` in the host."
               },
               {
@@ -693,6 +701,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
@@ -902,7 +911,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -1081,6 +1091,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*(?=\\S{3,254}\\s*$)[^\\s@]+@[^\\s@.]+(?:\\.[^\\s@.]+)+\\s*$",
+            "x-expected": "an email address of at most 254 characters with one @ and a dot in the domain, such as ada@example.com",
             "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored\nlowercased.\n"
           }
         }
@@ -1601,7 +1612,8 @@ export const routes: RouteSpec[] = [
           "tester_id": {
             "type": "string",
             "maxLength": 24,
-            "pattern": "^bt_[0-9A-Za-z]{21}$"
+            "pattern": "^bt_[0-9A-Za-z]{21}$",
+            "x-expected": "a tester id: bt_ and 21 letters or digits"
           },
           "limit": {
             "type": "integer",
@@ -1620,7 +1632,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -1863,6 +1876,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "limit": {
@@ -1882,7 +1896,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -1960,7 +1975,7 @@ export const routes: RouteSpec[] = [
                   "version": {
                     "type": "string",
                     "maxLength": 256,
-                    "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                    "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                     "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                   },
                   "created_at": {
@@ -2066,6 +2081,7 @@ export const routes: RouteSpec[] = [
             "minLength": 1,
             "maxLength": 200,
             "pattern": "\\S",
+            "x-expected": "1 to 200 characters, not all white space",
             "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
@@ -2082,6 +2098,7 @@ export const routes: RouteSpec[] = [
               "type": "string",
               "maxLength": 256,
               "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+              "x-expected": "a label of 1 to 32 characters, not counting white space around them",
               "description": "A label of 1 to 32 characters after trimming."
             },
             "default": []
@@ -2089,7 +2106,8 @@ export const routes: RouteSpec[] = [
           "version": {
             "type": "string",
             "maxLength": 256,
-            "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+            "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n",
+            "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
             "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$",
             "default": "1.0.0"
           },
@@ -2107,6 +2125,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$",
             "default": "en"
           },
@@ -2115,6 +2134,7 @@ export const routes: RouteSpec[] = [
             "format": "date-time",
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
+            "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
             "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
           }
         }
@@ -2189,7 +2209,7 @@ export const routes: RouteSpec[] = [
                 "version": {
                   "type": "string",
                   "maxLength": 256,
-                  "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                  "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                   "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                 },
                 "created_at": {
@@ -2250,6 +2270,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
         }
@@ -2324,7 +2345,7 @@ export const routes: RouteSpec[] = [
                 "version": {
                   "type": "string",
                   "maxLength": 256,
-                  "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                  "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                   "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                 },
                 "created_at": {
@@ -2392,6 +2413,7 @@ export const routes: RouteSpec[] = [
             "minLength": 1,
             "maxLength": 200,
             "pattern": "\\S",
+            "x-expected": "1 to 200 characters, not all white space",
             "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
@@ -2407,14 +2429,24 @@ export const routes: RouteSpec[] = [
               "type": "string",
               "maxLength": 256,
               "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+              "x-expected": "a label of 1 to 32 characters, not counting white space around them",
               "description": "A label of 1 to 32 characters after trimming."
             }
           },
           "version": {
-            "type": "string",
-            "maxLength": 256,
-            "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
-            "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
+            "description": "(ext) A version sets it, and the public page shows it from then on (`1.0.0`\nincluded). `null` takes it back to none given: the entry reads `1.0.0` again and\nthe page shows no version.\n",
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 256,
+                "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
+                "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "status": {
             "type": "string",
@@ -2429,6 +2461,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "published_at": {
@@ -2436,6 +2469,7 @@ export const routes: RouteSpec[] = [
             "format": "date-time",
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
+            "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
             "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
           }
         }
@@ -2510,7 +2544,7 @@ export const routes: RouteSpec[] = [
                 "version": {
                   "type": "string",
                   "maxLength": 256,
-                  "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                  "description": "The version given on `POST` or `PATCH`; `1.0.0` when none was given. The public\nchangelog page shows a version only where one was given (`1.0.0` sent explicitly\nincluded), so the default never reads as a release number.\n",
                   "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
                 },
                 "created_at": {
@@ -2571,6 +2605,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
         }
@@ -2612,7 +2647,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -2741,6 +2777,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "plan": {
@@ -2931,6 +2968,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 1000,
             "pattern": "^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$",
+            "x-expected": "1 to 200 characters, not counting white space around them",
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "plan": {
@@ -3041,7 +3079,8 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "minLength": 1,
             "maxLength": 512,
-            "pattern": "^[A-Za-z0-9_-]+$"
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "x-expected": "the pagination.next_cursor of the previous page of this list"
           }
         }
       },
@@ -3238,6 +3277,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
@@ -3410,6 +3450,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`.\n"
               },
               {
@@ -3749,7 +3790,8 @@ export const routes: RouteSpec[] = [
           "token": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^[A-Za-z0-9_-]*$"
+            "pattern": "^[A-Za-z0-9_-]*$",
+            "x-expected": "the token of a join link: letters, digits, _ and -"
           }
         }
       },
@@ -3958,6 +4000,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "label": {
@@ -4011,6 +4054,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "label": {
@@ -4051,6 +4095,7 @@ export const routes: RouteSpec[] = [
             "type": "string",
             "maxLength": 35,
             "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "label": {

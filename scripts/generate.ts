@@ -27,19 +27,26 @@ function resolveRef(ref: string): Json {
   return node
 }
 
-/** Inlines $refs and drops annotations that only OpenAPI tooling reads. */
-function inline(node: Json): Json {
-  if (Array.isArray(node)) return node.map(inline)
+/**
+ * `x-expected` (what a value of the wrong form must be instead, in words) is kept in request
+ * schemas: the validator registers it as an annotation and the error messages quote it
+ * (src/http/errors.ts). Response schemas have no use for it.
+ */
+const REQUEST_ANNOTATIONS = new Set(['x-expected'])
+
+/** Inlines $refs and drops annotations that only OpenAPI tooling reads (and, in requests, the validator's messages). */
+function inline(node: Json, request = false): Json {
+  if (Array.isArray(node)) return node.map((item) => inline(item, request))
   if (node === null || typeof node !== 'object') return node
   if (typeof node.$ref === 'string') {
     const { $ref, ...siblings } = node
-    const target = inline(resolveRef($ref)) as JsonObject
-    return Object.keys(siblings).length ? { ...target, ...(inline(siblings) as JsonObject) } : target
+    const target = inline(resolveRef($ref), request) as JsonObject
+    return Object.keys(siblings).length ? { ...target, ...(inline(siblings, request) as JsonObject) } : target
   }
   const out: JsonObject = {}
   for (const [key, value] of Object.entries(node)) {
-    if (key === 'example' || key === 'examples' || key.startsWith('x-')) continue
-    out[key] = key === 'properties' ? mapValues(value as JsonObject, inline) : inline(value)
+    if (key === 'example' || key === 'examples' || (key.startsWith('x-') && !(request && REQUEST_ANNOTATIONS.has(key)))) continue
+    out[key] = key === 'properties' ? mapValues(value as JsonObject, (v) => inline(v, request)) : inline(value, request)
   }
   return out
 }
@@ -55,7 +62,7 @@ function objectSchema(params: JsonObject[]): JsonObject {
     // Path parameters are ids. The handlers check their shape, so that a malformed id is a
     // 404 after the body is validated (the contract orders 400 before 404); the bounds in the
     // spec document valid ids for clients but are not enforced as a 400 here.
-    const schema = inline(p.schema) as JsonObject
+    const schema = inline(p.schema, true) as JsonObject
     if (p.in === 'path') {
       delete schema.maxLength
       delete schema.pattern
@@ -69,14 +76,14 @@ function objectSchema(params: JsonObject[]): JsonObject {
 const routes: JsonObject[] = []
 for (const [path, item] of Object.entries(doc.paths as JsonObject)) {
   const pathItem = item as JsonObject
-  const shared = ((pathItem.parameters as Json[]) ?? []).map((p) => inline(p) as JsonObject)
+  const shared = ((pathItem.parameters as Json[]) ?? []).map((p) => inline(p, true) as JsonObject)
   for (const method of METHODS) {
     const op = pathItem[method] as JsonObject | undefined
     if (!op) continue
-    const own = ((op.parameters as Json[]) ?? []).map((p) => inline(p) as JsonObject)
+    const own = ((op.parameters as Json[]) ?? []).map((p) => inline(p, true) as JsonObject)
     const params = [...shared, ...own]
     // A body is JSON, or a form (the portal's HTML forms); both validate against the same kind of schema.
-    const bodyContent = op.requestBody ? inline(op.requestBody).content : undefined
+    const bodyContent = op.requestBody ? inline(op.requestBody, true).content : undefined
     const body = bodyContent ? (bodyContent['application/json'] ?? bodyContent['application/x-www-form-urlencoded']).schema : undefined
     const response: JsonObject = {}
     for (const [status, res] of Object.entries(op.responses as JsonObject)) {

@@ -200,8 +200,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       onRequest: async (request) => {
         const names = Object.keys(request.query as object)
         if (names.length) {
-          const errors = names.slice(0, 100).map((name) => ({ in: 'query' as const, path: `/${name}`, message: 'is not a parameter of this operation' }))
-          throw new ApiError('validation_failed', `query/${names[0]} is not a parameter of this operation`, { errors })
+          const message = 'is not a parameter of this operation, which takes none'
+          const errors = names.slice(0, 100).map((name) => ({ in: 'query' as const, path: `/${name}`, message }))
+          throw new ApiError('validation_failed', `query/${names[0]} ${message}`, { errors })
         }
       },
     },

@@ -17,7 +17,7 @@ const projectId = env('BENCH_PROJECT_ID')
 const getSql = env('BENCH_GET_SQL')
 const pageSql = env('BENCH_PAGE_SQL')
 
-type Row = [string, string, string, string[], Date | null, string, string, Date, Date]
+type Row = [string, string, string, string[], Date | null, string, string | null, Date, Date]
 const record = (r: Row) => ({
   id: r[0],
   title: r[1],
@@ -25,7 +25,7 @@ const record = (r: Row) => ({
   labels: r[3],
   published_at: r[4] ? r[4].toISOString() : null,
   locale: r[5],
-  version: r[6],
+  version: r[6] ?? '1.0.0',
   created_at: r[7].toISOString(),
   updated_at: r[8].toISOString(),
 })

@@ -7,6 +7,7 @@ import type { DbHandle } from '../db/client.js'
 import { makeRepos } from '../db/repos/index.js'
 import * as admin from '../handlers/admin.js'
 import { ApiError, toApiError } from '../http/errors.js'
+import { fieldErrors, type AjvError } from '../http/field-messages.js'
 import type { AppContext } from '../http/types.js'
 import { validatorCompiler } from '../http/validation.js'
 import { SetupError, type Config } from '../config.js'
@@ -36,11 +37,10 @@ server runs on it, use the operator API (/admin/v1, with ADMIN_TOKEN) instead.`
 function check(operationId: string, part: 'body' | 'querystring', data: unknown): void {
   const schemas = routes.find((r) => r.operationId === operationId)!.schema
   const schema = part === 'body' ? schemas.body! : schemas.querystring
-  const validate = validatorCompiler({ schema, httpPart: part, method: 'POST', url: '' }) as ((data: unknown) => boolean) & {
-    errors?: { instancePath: string; message?: string }[] | null
-  }
+  const validate = validatorCompiler({ schema, httpPart: part, method: 'POST', url: '' }) as ((data: unknown) => boolean) & { errors?: AjvError[] | null }
   if (!validate(data)) {
-    const detail = (validate.errors ?? []).map((e) => `${e.instancePath || 'input'} ${e.message}`).join('; ')
+    // The API's words, with the option's name: "plan must be one of: free, pro".
+    const detail = fieldErrors(part === 'body' ? 'body' : 'query', validate.errors ?? []).map((e) => `${e.path.slice(1) || 'input'} ${e.message}`).join('; ')
     throw new ApiError('validation_failed', detail)
   }
 }

@@ -171,7 +171,11 @@ export const changelog_entries = pgTable(
      */
     body_html: text('body_html'),
     labels: text('labels').array().notNull().default(sql`'{}'::text[]`),
-    version: text('version').notNull().default('1.0.0'),
+    /**
+     * The version the team gave, NULL when it gave none: the API then reads the contract's
+     * default (`1.0.0`, changelogRecord), and the public page shows no version.
+     */
+    version: text('version'),
     /** The base locale, in canonical case. */
     locale: text('locale').notNull().default('en'),
     published_at: timestamptz('published_at'),

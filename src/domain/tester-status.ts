@@ -7,6 +7,7 @@
 //   API     revoked → invited    restore: the same token works again, the tester accepts anew
 //
 // Staying in the same status is a no-op everywhere. Anything else is refused.
+import { capitalized, oneOf, withArticle } from './english.js'
 
 export type TesterStatus = 'invited' | 'joined' | 'declined' | 'revoked'
 
@@ -25,6 +26,16 @@ export function apiStatusesAllowedInto(to: ApiTesterStatus): TesterStatus[] {
 
 export function canApiTransition(from: TesterStatus, to: ApiTesterStatus): boolean {
   return apiStatusesAllowedInto(to).includes(from)
+}
+
+const API_STATUSES = Object.keys(API_ALLOWED_FROM) as ApiTesterStatus[]
+
+/** Why the API refuses a move, and what it may do with this tester instead. */
+export function refusedApiTransitionMessage(from: TesterStatus, to: ApiTesterStatus): string {
+  const reachable = API_STATUSES.filter((status) => status !== from && canApiTransition(from, status))
+  const instead = reachable.length ? `through the API it can only become ${oneOf(reachable)}` : 'it cannot change status through the API'
+  const rule = to === 'invited' ? ' (only a revoked tester can be restored to invited)' : ''
+  return `${capitalized(withArticle(from))} tester cannot become ${to}: ${instead}${rule}.`
 }
 
 /** Statuses from which the portal's accept makes a tester `joined` (joined itself: idempotent). */

@@ -2,6 +2,7 @@ import type { Repos } from '../db/repos/index.js'
 import type { ProgramFields, ProgramPatch, ProgramRow } from '../db/repos/programs.js'
 import type { ProjectScope } from '../db/repos/scope.js'
 import { isId } from '../domain/ids.js'
+import { refusedTransitionMessage } from '../domain/program-status.js'
 import { slugify } from '../domain/slug.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
@@ -100,7 +101,7 @@ export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, 
     case 'not_found':
       throw notFound('beta program')
     case 'invalid_transition':
-      throw new ApiError('invalid_transition', `A ${result.from} program cannot become ${patch.status}.`)
+      throw new ApiError('invalid_transition', refusedTransitionMessage(result.from, patch.status!))
   }
 }
 

@@ -1,5 +1,6 @@
 import type { TesterRow } from '../db/repos/testers.js'
 import { isId } from '../domain/ids.js'
+import { refusedApiTransitionMessage } from '../domain/tester-status.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
 import { programId, programPageRequest } from './beta-programs.js'
@@ -31,7 +32,7 @@ const MAX_EMAIL_LENGTH = 254
 function normaliseEmail(email: string): string {
   const normalised = email.trim().toLowerCase()
   // Lowercasing can lengthen a string ('İ' becomes 'i' and a combining dot), past what the schema checked.
-  if ([...normalised].length > MAX_EMAIL_LENGTH) throw invalidField('body', '/email', `must NOT have more than ${MAX_EMAIL_LENGTH} characters`)
+  if ([...normalised].length > MAX_EMAIL_LENGTH) throw invalidField('body', '/email', `must be at most ${MAX_EMAIL_LENGTH} characters once trimmed and lowercased`)
   return normalised
 }
 
@@ -85,6 +86,6 @@ export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, bo
     case 'not_found':
       throw notFound('beta tester')
     case 'invalid_transition':
-      throw new ApiError('invalid_transition', `A ${result.from} tester cannot become ${body.status}; only a revoked tester can be restored to invited.`)
+      throw new ApiError('invalid_transition', refusedApiTransitionMessage(result.from, body.status!))
   }
 }

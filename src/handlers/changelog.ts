@@ -8,6 +8,12 @@ import type { Handler } from '../http/types.js'
 import { pageOf, pageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
+/**
+ * The version an entry reads when none was given (contract §6). It is not stored: the public
+ * page shows a version only where the team gave one.
+ */
+export const DEFAULT_VERSION = '1.0.0'
+
 export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
   return {
     id: view.id,
@@ -16,7 +22,7 @@ export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
     labels: view.labels,
     published_at: isoOrNull(view.published_at),
     locale: view.locale,
-    version: view.version,
+    version: view.version ?? DEFAULT_VERSION,
     created_at: iso(view.created_at),
     updated_at: iso(view.updated_at),
     status: view.status,
@@ -78,7 +84,7 @@ export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ pr
     body: body.body ?? '',
     body_html: await markdown.render(body.body ?? ''),
     labels,
-    version: body.version ?? '1.0.0',
+    version: body.version ?? null,
     locale: canonicalLocale(body.locale ?? 'en'),
     published_at,
   })

@@ -4,6 +4,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from '../../generated/api.js'
+import { fieldErrors, type AjvError } from './field-messages.js'
 
 export type Problem = components['schemas']['Problem']
 export type ErrorCode = Problem['code']
@@ -92,46 +93,6 @@ export function isUnavailable(error: unknown): boolean {
 }
 
 const PART: Record<string, FieldError['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
-
-interface AjvError {
-  instancePath: string
-  keyword: string
-  message?: string
-  params: Record<string, unknown>
-  parentSchema?: { description?: string }
-}
-
-/**
- * A nullable field is `oneOf: [schema, {type: 'null'}]`: for a value that is not null, only the
- * first branch's errors say anything, so "must be null" and "must match exactly one schema in
- * oneOf" are dropped when other errors remain.
- */
-function withoutNullableNoise(errors: AjvError[]): AjvError[] {
-  const kept = errors.filter((e) => e.keyword !== 'oneOf' && !(e.keyword === 'type' && e.params.type === 'null'))
-  return kept.length ? kept : errors
-}
-
-function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
-  const seen = new Set<string>()
-  return withoutNullableNoise(errors).map((e) => {
-    let path = e.instancePath
-    let message = e.message ?? 'is invalid'
-    if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
-    if (e.keyword === 'additionalProperties') {
-      path += `/${String(e.params.additionalProperty)}`
-      message = part === 'body' ? 'is not a field of this request body' : 'is not a parameter of this operation'
-    }
-    if (e.keyword === 'pattern' || e.keyword === 'format') {
-      const description = e.parentSchema?.description?.trim()
-      message = description ? `is invalid: ${description.replace(/\s+/g, ' ')}` : message
-    }
-    return { in: part, path, message }
-  }).filter((e) => {
-    // A pattern and a format of one schema explain themselves with the same description.
-    const key = `${e.path}\n${e.message}`
-    return !seen.has(key) && seen.add(key)
-  })
-}
 
 /** Maps what Fastify, AJV, the drivers or our own code threw to one ApiError. */
 export function toApiError(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): ApiError {

@@ -53,6 +53,8 @@ function makeAjv(options: Options): Ajv2020 {
   formats.default(ajv, { mode: 'full', formats: ['email', 'int32', 'int64'] })
   ajv.addFormat('date-time', { type: 'string', validate: isDateTime })
   ajv.addFormat('uri', { type: 'string', validate: isUri })
+  // An annotation for error messages (field-messages.ts); it validates nothing.
+  ajv.addKeyword({ keyword: 'x-expected', schemaType: 'string' })
   return ajv
 }
 

@@ -19,7 +19,8 @@ export const PUBLIC_CACHE_CONTROL = 'public, max-age=60'
  * Changes the ETags of every page and feed: bump it with any change to what they show for the
  * same entries (their markup, a field added), since the state they are computed from is the same.
  */
-const REPRESENTATION = 2
+// 3: a version is shown only where one was given (migration 0006 unset the stored defaults).
+const REPRESENTATION = 3
 
 /**
  * The entity tag of one page or feed: its format, the request's parameters and the state shown.

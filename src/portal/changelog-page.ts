@@ -59,7 +59,10 @@ function entryHtml(entry: ShownEntry): SafeHtml {
   const published = entry.published_at!
   return html`<article id="${entry.id}" lang="${entry.locale}">
 <h2>${entry.title}</h2>
-<p class="meta"><time datetime="${published.toISOString()}">${formatDate(published, entry.locale)}</time> · <span lang="en">Version</span> ${entry.version}${
+<p class="meta"><time datetime="${published.toISOString()}">${formatDate(published, entry.locale)}</time>${
+    // Only a version the team gave: the API's default (1.0.0) says nothing about the entry.
+    entry.version === null ? '' : html` · <span lang="en">Version</span> ${entry.version}`
+  }${
     entry.labels.length ? html` · ${entry.labels.map((label) => html`<span class="label">${label}</span>`)}` : ''
   }</p>
 <div class="body">

@@ -5,8 +5,9 @@
 // The service does not know the public address it is served under (no base URL is configured,
 // and the Host header is the client's to choose, so it never goes into a cacheable public
 // document). Links are therefore relative references, resolved against the feed's own URL, and
-// ids are `urn:uuid:` names derived from the project and entry ids: stable wherever the feed
-// is served from.
+// ids never depend on it: a JSON Feed item's id is the entry's id (JSON Feed takes any string
+// unique in the feed and never reused), and Atom, which needs an IRI, gets a `urn:uuid:` name
+// derived from the project and entry ids. Both are stable wherever the feed is served from.
 import { createHash } from 'node:crypto'
 import type { EntryView } from '../db/repos/changelog.js'
 

@@ -27,7 +27,7 @@ t.test('POST /admin/v1/projects takes plan and beta_enabled and refuses unknown 
   t.equal(bad.status, 400)
   const unknown = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name: 'X', id: 'prj_x' } })
   t.equal(unknown.status, 400)
-  t.same(unknown.json.errors, [{ in: 'body', path: '/id', message: 'is not a field of this request body' }])
+  t.same(unknown.json.errors, [{ in: 'body', path: '/id', message: 'is not a field of this operation; its fields are: name, plan, beta_enabled' }])
 })
 
 t.test('PATCH /admin/v1/projects/:id changes the plan and the beta feature for the very next request', async (t) => {

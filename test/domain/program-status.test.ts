@@ -1,5 +1,5 @@
 import t from 'tap'
-import { canTransition, statusesAllowedInto, type ProgramStatus } from '../../src/domain/program-status.js'
+import { canTransition, refusedTransitionMessage, statusesAllowedInto, statusesReachableFrom, type ProgramStatus } from '../../src/domain/program-status.js'
 
 const ALL: ProgramStatus[] = ['draft', 'active', 'closed']
 const ALLOWED = new Set(['draft→active', 'draft→closed', 'active→closed', 'closed→active', 'draft→draft', 'active→active', 'closed→closed'])
@@ -16,4 +16,12 @@ t.test('statusesAllowedInto lists the target itself and the statuses it can be r
   t.same(statusesAllowedInto('draft'), ['draft'])
   t.same([...statusesAllowedInto('active')].sort(), ['active', 'closed', 'draft'])
   t.same([...statusesAllowedInto('closed')].sort(), ['active', 'closed', 'draft'])
+})
+
+t.test('a refusal says, in good English, what the program may become instead', async (t) => {
+  t.same(statusesReachableFrom('draft'), ['active', 'closed'])
+  t.same(statusesReachableFrom('active'), ['closed'])
+  t.same(statusesReachableFrom('closed'), ['active'])
+  t.equal(refusedTransitionMessage('active', 'draft'), 'An active program cannot become draft: it can only become closed.')
+  t.equal(refusedTransitionMessage('closed', 'draft'), 'A closed program cannot become draft: it can only become active.')
 })

@@ -98,6 +98,12 @@ t.test('a 304 builds no page or feed and reads no body; the ETag changes with ev
   await check('an entry published', all)
   await write('PATCH', `/v1/changelog/${first.id}`, { body: 'One, *edited*' })
   await check('an entry edited', all)
+  // The page shows a version only where one was given: giving one, or taking it back, changes
+  // what is shown, and the state sees it through updated_at.
+  await write('PATCH', `/v1/changelog/${first.id}`, { version: '1.0.0' })
+  await check('a version given (the default value, sent)', all)
+  await write('PATCH', `/v1/changelog/${first.id}`, { version: null })
+  await check('a version taken back', all)
   await write('PATCH', `/v1/changelog/${first.id}`, { locale: 'fr', title: 'Premier', body: 'Un' })
   // A translation's write also moves the entry's updated_at, which the feeds show in every locale.
   await check('a translation written', all)

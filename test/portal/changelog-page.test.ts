@@ -47,6 +47,42 @@ t.test('the page shows exactly the published entries the API lists, newest first
   t.notOk(res.headers['access-control-allow-origin'], 'the page is not a feed: no CORS header')
 })
 
+t.test('the page shows a version only where one was given; the API reads 1.0.0 for the others', async (t) => {
+  const { id, key } = await createProject()
+  const app = await testApp()
+  const at = (day: number) => `2025-01-0${day}T00:00:00.000Z`
+  const unversioned = await create(t, key, { title: 'No version', status: 'published', published_at: at(1) })
+  const explicitDefault = await create(t, key, { title: 'Explicit default', version: '1.0.0', status: 'published', published_at: at(2) })
+  const versioned = await create(t, key, { title: 'Versioned', version: '2.1.0-beta.1', status: 'published', published_at: at(3) })
+  /** The version each entry's meta line shows, null for none. */
+  const shown = async () => {
+    const page = (await load(t, `/portal/${id}/changelog`)).raw
+    const versions = new Map<string, string | null>()
+    for (const [, entry, meta] of page.matchAll(/<article id="([^"]+)"[\s\S]*?<p class="meta">([\s\S]*?)<\/p>/g)) {
+      versions.set(entry!, /<span lang="en">Version<\/span> ([^ <]+)/.exec(meta!)?.[1] ?? null)
+    }
+    return Object.fromEntries(versions)
+  }
+  const read = async (entry: string) => (await call(t, app, { url: `/v1/changelog/${entry}`, key })).json.data.version
+
+  t.strictSame(await shown(), { [versioned.id]: '2.1.0-beta.1', [explicitDefault.id]: '1.0.0', [unversioned.id]: null }, 'a version sent is shown, even 1.0.0; none sent, none shown')
+  t.equal(await read(unversioned.id), '1.0.0', 'the API reads the default for an entry without one')
+  t.equal(await read(explicitDefault.id), '1.0.0')
+
+  const patched = await call(t, app, { method: 'PATCH', url: `/v1/changelog/${unversioned.id}`, key, body: { version: '3.0.0' } })
+  t.equal(patched.json.data.version, '3.0.0')
+  t.equal((await shown())[unversioned.id], '3.0.0', 'a version given by PATCH is shown')
+  const other = await call(t, app, { method: 'PATCH', url: `/v1/changelog/${unversioned.id}`, key, body: { title: 'Renamed' } })
+  t.equal(other.json.data.version, '3.0.0', 'a PATCH without version keeps it')
+  const cleared = await call(t, app, { method: 'PATCH', url: `/v1/changelog/${unversioned.id}`, key, body: { version: null } })
+  t.equal(cleared.status, 200)
+  t.equal(cleared.json.data.version, '1.0.0', 'null takes it back to none given: the API reads the default')
+  t.equal((await shown())[unversioned.id], null, 'and the page shows none')
+  const translated = await call(t, app, { method: 'PATCH', url: `/v1/changelog/${versioned.id}`, key, body: { locale: 'fr', title: 'Versionnée', version: '2.1.0' } })
+  t.equal(translated.json.data.version, '2.1.0', 'the version is shared by every locale')
+  t.equal((await shown())[versioned.id], '2.1.0')
+})
+
 t.test('a scheduled entry appears on the page by itself once its time has passed', async (t) => {
   const { id, key } = await createProject()
   const at = new Date(Date.now() + 1_500).toISOString()

@@ -107,6 +107,40 @@ t.test('both feeds hold exactly the published set of the API, newest first, with
   t.notMatch(jsonRes.raw, new RegExp(project.key), 'no API key')
 })
 
+t.test('item ids: the entry id in the JSON Feed, a urn:uuid in Atom; each stable across requests, edits and locales', async (t) => {
+  const app = await testApp()
+  const project = await createProject()
+  const other = await createProject()
+  const first = await create(t, project.key, { title: 'First', status: 'published', published_at: '2025-01-01T00:00:00.000Z' })
+  const second = await create(t, project.key, { title: 'Second', status: 'published', published_at: '2025-02-01T00:00:00.000Z' })
+  const elsewhere = await create(t, other.key, { title: 'Elsewhere', status: 'published' })
+  const jsonIds = async (projectId: string, query = '') => (await load(t, `/portal/${projectId}/changelog.json${query}`)).json.items.map((i: Any) => i.id) as string[]
+  const atomIdsOf = async (projectId: string, query = '') =>
+    ((atom(t, (await load(t, `/portal/${projectId}/changelog.atom${query}`)).raw).entry ?? []) as Any[]).map((e) => e.id as string)
+
+  // JSON Feed 1.1: "unique for that item for that feed over time", unchanged when the item is
+  // updated, never reused. The entry id is all of that, and names the entry in the API too.
+  const json = await jsonIds(project.id)
+  t.strictSame(json, [second.id, first.id], 'JSON Feed item ids are the entry ids, as GET /v1/changelog returns them')
+  t.ok(json.every((id) => /^ch_[0-9A-Za-z]{21}$/.test(id)), 'of the form ch_ and 21 letters or digits')
+
+  // Atom needs an IRI: a name-based (version 5) UUID of the project and entry ids.
+  const atomIds = await atomIdsOf(project.id)
+  t.ok(atomIds.every((id) => /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)), 'Atom entry ids are urn:uuid: names (UUID version 5)')
+  t.equal(new Set(atomIds).size, 2, 'one per entry')
+  t.notSame((await atomIdsOf(other.id))[0], atomIds[0], 'another project, another id')
+  t.notOk(atomIds.some((id) => id.includes(first.id) || id.includes(second.id)), 'derived from the ids, not containing them')
+  t.equal((await jsonIds(other.id))[0], elsewhere.id)
+
+  await call(t, app, { method: 'PATCH', url: `/v1/changelog/${first.id}`, key: project.key, body: { title: 'First, edited', body: 'New body' } })
+  await call(t, app, { method: 'PATCH', url: `/v1/changelog/${first.id}`, key: project.key, body: { locale: 'fr', title: 'Premier' } })
+  t.strictSame(await jsonIds(project.id), json, 'JSON Feed: the same ids after an edit')
+  t.strictSame(await jsonIds(project.id, '?locale=fr'), json, 'and in every locale')
+  t.strictSame(await atomIdsOf(project.id), atomIds, 'Atom: the same ids after an edit')
+  t.strictSame(await atomIdsOf(project.id, '?locale=fr'), atomIds, 'and in every locale')
+  t.strictSame(await atomIdsOf(project.id, '?locale=FR'), atomIds, 'whatever the case of the locale')
+})
+
 t.test('a feed holds the newest 50 entries, like the first page of the list', async (t) => {
   const { id, key } = await createProject()
   for (let i = 0; i < 52; i++) await create(t, key, { title: `E${i}`, status: 'published', published_at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() })

@@ -38,7 +38,8 @@ export interface NewEntry {
   /** `body` rendered (src/portal/markdown-rendering.ts). */
   body_html: string
   labels: string[]
-  version: string
+  /** Null when the request gave none (the API reads the default, the page shows none). */
+  version: string | null
   locale: string
   published_at: PublishedAt
 }
