@@ -1870,7 +1870,8 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$",
+            "x-expected": "a label of 1 to 32 characters, not counting white space around it"
           },
           "locale": {
             "type": "string",
@@ -3262,6 +3263,7 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "maxLength": 1000,
                 "pattern": "^\\s*\\S(?:[\\s\\S]{0,98}\\S)?\\s*$",
+                "x-expected": "a name of 1 to 100 characters, not counting white space around it",
                 "description": "1 to 100 characters after trimming surrounding white space; stored trimmed."
               },
               {
@@ -3435,6 +3437,7 @@ export const routes: RouteSpec[] = [
                 "type": "string",
                 "maxLength": 1000,
                 "pattern": "^\\s*\\S(?:[\\s\\S]{0,98}\\S)?\\s*$",
+                "x-expected": "a name of 1 to 100 characters, not counting white space around it",
                 "description": "1 to 100 characters after trimming surrounding white space; stored trimmed."
               },
               {
@@ -4006,7 +4009,8 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$",
+            "x-expected": "a label of 1 to 32 characters, not counting white space around it"
           },
           "limit": {
             "type": "integer",
@@ -4060,7 +4064,8 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$",
+            "x-expected": "a label of 1 to 32 characters, not counting white space around it"
           }
         }
       },
@@ -4101,7 +4106,8 @@ export const routes: RouteSpec[] = [
           "label": {
             "type": "string",
             "maxLength": 256,
-            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$"
+            "pattern": "^\\s*[^\\s\\u0000](?:[^\\u0000]{0,30}[^\\s\\u0000])?\\s*$",
+            "x-expected": "a label of 1 to 32 characters, not counting white space around it"
           }
         }
       },
