@@ -30,6 +30,7 @@ import { refuseUndecodableQuery, validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
 const DOCS = '/docs'
+const SCALAR_DOCUMENT_COPIES = new Set([`${DOCS}/openapi.json`, `${DOCS}/openapi.yaml`])
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const specYaml = readFileSync(specPath, 'utf8')
 
@@ -198,6 +199,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // The reference takes no query parameters; like every operation, it refuses unknown ones.
     hooks: {
       onRequest: async (request) => {
+        // Scalar also serves copies of the document under its prefix; the document has one
+        // address, /openapi.json (and .yaml), so these answer like any unknown path.
+        if (SCALAR_DOCUMENT_COPIES.has(request.routeOptions.url ?? '')) throw new ApiError('not_found', 'No such resource.')
         const names = Object.keys(request.query as object)
         if (names.length) {
           const message = 'is not a parameter of this operation, which takes none'

@@ -13,6 +13,8 @@ const NOT_IMPLEMENTED: string[] = []
 
 /** Routes a plugin adds besides its documented operation: Scalar's redirect and its script. */
 const PLUGIN_ASSETS = new Set(['GET /docs', 'HEAD /docs', 'GET /docs/js/scalar.js', 'HEAD /docs/js/scalar.js'])
+/** Routes Scalar adds that the app answers 404, like an unknown path (app.ts). */
+const PLUGIN_NOT_FOUND = ['/docs/openapi.json', '/docs/openapi.yaml']
 
 const specOperations = Object.entries(spec.paths as Record<string, Record<string, { operationId: string }>>).flatMap(([path, item]) =>
   Object.entries(item)
@@ -31,8 +33,14 @@ t.test('every operation of openapi.yaml has exactly one route', async (t) => {
 t.test('the server has no route that openapi.yaml does not describe', async (t) => {
   const app = await testApp()
   const documented = new Set(specOperations.flatMap((o) => [`${o.method} ${o.url}`, ...(o.method === 'GET' ? [`HEAD ${o.url}`] : [])]))
-  const undocumented = app.servedRoutes.map((r) => `${r.method} ${r.url}`).filter((r) => !documented.has(r) && !PLUGIN_ASSETS.has(r))
+  const hidden = new Set(PLUGIN_NOT_FOUND.flatMap((url) => [`GET ${url}`, `HEAD ${url}`]))
+  const undocumented = app.servedRoutes.map((r) => `${r.method} ${r.url}`).filter((r) => !documented.has(r) && !PLUGIN_ASSETS.has(r) && !hidden.has(r))
   t.same(undocumented, [])
+  for (const url of PLUGIN_NOT_FOUND) {
+    const res = await call(t, app, { url })
+    t.equal(res.status, 404, `${url} answers like an unknown path`)
+    t.equal(res.json.code, 'not_found')
+  }
 })
 
 t.test('each operation has a handler, or is served by a named plugin', async (t) => {
