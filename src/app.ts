@@ -20,7 +20,7 @@ import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { makeMetrics } from './http/metrics.js'
-import { RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
+import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
 import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext } from './http/types.js'
@@ -171,7 +171,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     if (problem.status === 401) {
       // A key that does not exist has no budget to report.
       for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name)
-      metrics.authFailure(request.routeOptions.config.route?.security === 'AdminToken' ? 'admin_token' : 'api_key')
+      metrics.authFailure(isOperator(request) ? 'admin_token' : 'api_key')
       // Past its budget of failures, the client address is answered 429 instead (rate-limit.ts).
       const refused = await limits.countAuthFailure(request)
       if (refused) {

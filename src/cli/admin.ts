@@ -6,7 +6,7 @@ import { routes } from '../../generated/routes.js'
 import type { DbHandle } from '../db/client.js'
 import { makeRepos } from '../db/repos/index.js'
 import * as admin from '../handlers/admin.js'
-import { ApiError, toApiError } from '../http/errors.js'
+import { ApiError, PART, toApiError } from '../http/errors.js'
 import { fieldErrors, type AjvError } from '../http/field-messages.js'
 import type { AppContext } from '../http/types.js'
 import { validatorCompiler } from '../http/validation.js'
@@ -40,7 +40,7 @@ function check(operationId: string, part: 'body' | 'querystring', data: unknown)
   const validate = validatorCompiler({ schema, httpPart: part, method: 'POST', url: '' }) as ((data: unknown) => boolean) & { errors?: AjvError[] | null }
   if (!validate(data)) {
     // The API's words, with the option's name: "plan must be one of: free, pro".
-    const detail = fieldErrors(part === 'body' ? 'body' : 'query', validate.errors ?? []).map((e) => `${e.path.slice(1) || 'input'} ${e.message}`).join('; ')
+    const detail = fieldErrors(PART[part]!, validate.errors ?? []).map((e) => `${e.path.slice(1) || 'input'} ${e.message}`).join('; ')
     throw new ApiError('validation_failed', detail)
   }
 }

@@ -1,4 +1,4 @@
-// The data half of migration 0004 (body_html): rendering Markdown is JavaScript, so the SQL
+// The data half of migration 0005 (body_html): rendering Markdown is JavaScript, so the SQL
 // migration only adds the columns, and migrate() then renders every body whose HTML is
 // missing: rows written before the columns existed, and rows an instance of the previous
 // version wrote during a deploy. It runs under the migration lock (client.ts), so instances
@@ -6,6 +6,7 @@
 // fills an HTML that is still missing, for the body it was rendered from.
 import { sql } from 'drizzle-orm'
 import type { Database } from './client.js'
+import { rowsOf } from './results.js'
 
 /** Rows read, rendered and written at a time: at most 100 bodies of 100 000 characters in memory. */
 const BATCH_ROWS = 100
@@ -18,7 +19,6 @@ interface Pending {
   digest: string
 }
 
-const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, string>[]
 
 /** One table's rows without HTML, by a key of `columns`, in order and in batches. */
 async function fill(db: Database, table: string, columns: string[], render: Render): Promise<number> {
@@ -27,7 +27,7 @@ async function fill(db: Database, table: string, columns: string[], render: Rend
   let filled = 0
   for (;;) {
     const from = after ? sql`and (${keyList}) > (${sql.join(after.map((v) => sql`${v}`), sql`, `)})` : sql``
-    const rows = rowsOf(
+    const rows = rowsOf<Record<string, string>>(
       await db.execute(sql`
         select ${keyList}, body, md5(body) as digest from ${sql.identifier(table)}
         where body_html is null ${from}

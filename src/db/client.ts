@@ -12,6 +12,7 @@ import { lockDataDir } from './data-dir-lock.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
 import { PreparedPGlite } from './pglite-prepared.js'
+import { someCause } from './results.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema.js'
@@ -161,13 +162,7 @@ async function backfill(db: Database): Promise<void> {
 
 /** Connection failures that mean "PostgreSQL cannot be reached", not "this connection broke". */
 const CANNOT_CONNECT = new Set(['CONNECT_TIMEOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P03'])
-const cannotConnect = (error: unknown): boolean => {
-  // Drizzle wraps driver errors in its own, with the driver's as `cause`.
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (CANNOT_CONNECT.has((e as { code?: string }).code ?? '')) return true
-  }
-  return false
-}
+const cannotConnect = (error: unknown): boolean => someCause(error, (e) => CANNOT_CONNECT.has(e.code as string))
 /** How long new work fails at once after PostgreSQL could not be reached, before one request probes it. */
 const COOL_DOWN_MS = 1000
 

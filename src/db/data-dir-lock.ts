@@ -18,7 +18,6 @@ interface Holder {
   started_at: string
 }
 
-export class DataDirInUseError extends SetupError {}
 
 function isAlive(pid: number): boolean {
   try {
@@ -42,7 +41,7 @@ function readHolder(path: string): Holder | undefined {
 }
 
 /**
- * Takes the data directory's lock for this process, or throws DataDirInUseError naming the
+ * Takes the data directory's lock for this process, or throws SetupError naming the
  * holder. Returns the function that releases it.
  */
 export function lockDataDir(dataDir: string, role: string): () => void {
@@ -65,7 +64,7 @@ export function lockDataDir(dataDir: string, role: string): () => void {
     const holder = readHolder(path)
     if (!holder) continue
     if (holder.pid > 0 && isAlive(holder.pid)) {
-      throw new DataDirInUseError(
+      throw new SetupError(
         `The embedded database in ${dataDir} is in use by process ${holder.pid} (${holder.role}, since ${holder.started_at}): ` +
           `stop it first, or act on the running server through the operator API (ADMIN_TOKEN); if no such process runs, delete ${path}.`,
       )
@@ -89,5 +88,5 @@ export function lockDataDir(dataDir: string, role: string): () => void {
     }
     unlinkSync(aside)
   }
-  throw new DataDirInUseError(`Could not take the lock on the embedded database in ${dataDir} (${path}); try again.`)
+  throw new SetupError(`Could not take the lock on the embedded database in ${dataDir} (${path}); try again.`)
 }

@@ -190,6 +190,9 @@ export const changelog_entries = pgTable(
     index('changelog_entries_project_published_idx').on(t.project_id, t.published_at.desc(), t.id.desc()),
     index('changelog_entries_project_draft_idx').on(t.project_id, t.updated_at.desc(), t.id.desc()).where(sql`${t.published_at} is null`),
     index('changelog_entries_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+    // The rows migrate() still has to render (backfill.ts): empty once it has, so every start
+    // finds them without reading the table.
+    index('changelog_entries_html_missing_idx').on(t.id).where(sql`${t.body_html} is null`),
   ],
 )
 
@@ -209,7 +212,10 @@ export const changelog_translations = pgTable(
     created_at: timestamptz('created_at').notNull().defaultNow(),
     updated_at: timestamptz('updated_at').notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.entry_id, t.locale_key] })],
+  (t) => [
+    primaryKey({ columns: [t.entry_id, t.locale_key] }),
+    index('changelog_translations_html_missing_idx').on(t.entry_id, t.locale_key).where(sql`${t.body_html} is null`),
+  ],
 )
 
 /**

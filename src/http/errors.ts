@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from '../../generated/api.js'
 import { fieldErrors, type AjvError } from './field-messages.js'
+import { someCause } from '../db/results.js'
 
 export type Problem = components['schemas']['Problem']
 export type ErrorCode = Problem['code']
@@ -84,15 +85,15 @@ const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|57014|53300)/
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
 
 export function isUnavailable(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && (UNAVAILABLE_ERRNO.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true
-    if (e instanceof Error && /PGlite is closed/.test(e.message)) return true
-  }
-  return false
+  return someCause(
+    error,
+    (e) =>
+      (typeof e.code === 'string' && (UNAVAILABLE_ERRNO.has(e.code) || UNAVAILABLE_SQLSTATE.test(e.code))) ||
+      (e instanceof Error && /PGlite is closed/.test(e.message)),
+  )
 }
 
-const PART: Record<string, FieldError['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
+export const PART: Record<string, FieldError['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
 
 /** Maps what Fastify, AJV, the drivers or our own code threw to one ApiError. */
 export function toApiError(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): ApiError {

@@ -21,7 +21,7 @@ export interface AjvError {
 }
 
 /** A value as a message lists it: a plain word as it is, anything else (the empty string, spaces) as JSON. */
-export function showValue(value: unknown): string {
+function showValue(value: unknown): string {
   return typeof value === 'string' && /^[A-Za-z0-9][\w.:+-]*$/.test(value) ? value : JSON.stringify(value)
 }
 
@@ -54,7 +54,7 @@ function typePhrase(type: string, schema: Schema): string {
 }
 
 /** What a value of `schema` must be, as the end of "must be ...". */
-export function expected(schema: Schema): string {
+function expected(schema: Schema): string {
   if (typeof schema['x-expected'] === 'string') return schema['x-expected']
   if (Array.isArray(schema.enum)) return `one of: ${schema.enum.map(showValue).join(', ')}`
   const types = [schema.type].flat().filter((type): type is string => typeof type === 'string')

@@ -25,11 +25,12 @@
 // The minute between writes is the contract's; the rest is the flush interval.
 import type { FastifyBaseLogger } from 'fastify'
 import type { KeyUse } from '../db/repos/projects.js'
+import { sqlState } from '../db/results.js'
 
 /** Flushes every 10 s by default: the value trails by the minute between writes and this. */
-export const KEY_USAGE_FLUSH_MS = 10_000
+const KEY_USAGE_FLUSH_MS = 10_000
 /** Keys remembered between two flushes, per instance (about 150 bytes each): beyond, new keys wait for the next flush. */
-export const KEY_USAGE_MAX_KEYS = 10_000
+const KEY_USAGE_MAX_KEYS = 10_000
 
 export interface KeyUsageOptions {
   /** Writes the uses; returns the keys whose use is still to be written (the minute is not over). */
@@ -76,7 +77,7 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
     } catch (error) {
       keep(batch)
       // Once per outage, not at every flush; never a key or a hash.
-      if (!failing) options.log.warn({ code: (error as { code?: string; cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code }, 'could not record API key uses (last_used_at); retrying at the next flush')
+      if (!failing) options.log.warn({ code: sqlState(error) }, 'could not record API key uses (last_used_at); retrying at the next flush')
       failing = true
     }
   }

@@ -16,19 +16,20 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PoolStats } from '../db/client.js'
+import { someCause } from '../db/results.js'
 
 /** The route label of a request no route matched (404 and 405 from the not-found handler, a URL the router refused). */
-export const UNMATCHED = 'unmatched'
+const UNMATCHED = 'unmatched'
 
 /**
  * Which budget a 429 came from (rate-limit.ts): an API key's, a portal client address's, public
  * signup's, an operator operation's, or a client address's failed-authentication budget.
  */
-export const RATE_LIMIT_CATEGORIES = ['api_key', 'portal_address', 'signup', 'operator', 'auth_failures'] as const
+const RATE_LIMIT_CATEGORIES = ['api_key', 'portal_address', 'signup', 'operator', 'auth_failures'] as const
 export type RateLimitCategory = (typeof RATE_LIMIT_CATEGORIES)[number]
 
 /** What a failed authentication presented: an API key (or nothing) on /v1, or a wrong ADMIN_TOKEN. */
-export const CREDENTIALS = ['api_key', 'admin_token'] as const
+const CREDENTIALS = ['api_key', 'admin_token'] as const
 export type Credential = (typeof CREDENTIALS)[number]
 
 /**
@@ -38,12 +39,7 @@ export type Credential = (typeof CREDENTIALS)[number]
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 /** SQLSTATE 57014: PostgreSQL cancelled the statement, here always for statement_timeout. */
-function isStatementTimeout(error: unknown): boolean {
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if ((e as { code?: unknown }).code === '57014') return true
-  }
-  return false
-}
+const isStatementTimeout = (error: unknown) => someCause(error, (e) => e.code === '57014')
 
 let processRegistry: Registry | undefined
 /** The process metrics, collected once per process (see above). */

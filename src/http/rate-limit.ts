@@ -40,9 +40,12 @@ const STORE_CAPACITY = 50_000
 const WINDOW_MS = 60_000
 
 const isPublic = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
-const isOperator = (request: FastifyRequest) => request.routeOptions.config.route?.security === 'AdminToken'
+export const isOperator = (request: FastifyRequest) => request.routeOptions.config.route?.security === 'AdminToken'
 const clientAddress = (request: FastifyRequest) => normalizeIP(request.ip)
 const seconds = (n: number) => (n === 1 ? '1 second' : `${n} seconds`)
+/** The 429 past a budget the guard counts, with Retry-After. */
+const tooMany = (budget: { max: number; ttlInSeconds: number }, what: string) =>
+  new ApiError('rate_limited', `More than ${budget.max} ${what}; retry in ${seconds(budget.ttlInSeconds)}.`, { headers: { 'retry-after': String(budget.ttlInSeconds) } })
 
 export interface RateLimits {
   /** Whether the request's key has a counter in this window, so was found live in it (no database work). */
@@ -101,16 +104,13 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, no
       reply.header('ratelimit-limit', budget.max)
       reply.header('ratelimit-remaining', budget.remaining)
       reply.header('ratelimit-reset', budget.ttlInSeconds)
-      if (!budget.isExceeded) return undefined
-      const retry = { 'retry-after': String(budget.ttlInSeconds) }
-      return new ApiError('rate_limited', `More than ${budget.max} requests a minute with this key; retry in ${seconds(budget.ttlInSeconds)}.`, { headers: retry })
+      return budget.isExceeded ? tooMany(budget, 'requests a minute with this key') : undefined
     },
 
     async countAuthFailure(request) {
       const budget = await failureLimit(request)
       if (budget.isAllowed || !budget.isExceeded) return undefined
-      const retry = { 'retry-after': String(budget.ttlInSeconds) }
-      return new ApiError('rate_limited', `More than ${budget.max} failed authentications a minute from this address; retry in ${seconds(budget.ttlInSeconds)}.`, { headers: retry })
+      return tooMany(budget, 'failed authentications a minute from this address')
     },
   }
 }

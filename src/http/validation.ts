@@ -14,8 +14,8 @@ const DATE_TIME = /^[1-9]\d{3}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]
 // Years 1000 to 9999, in UTC too: every timestamp then has the four-digit year the response
 // format promises, and sorts and round-trips (cursors) like any other. `Date.UTC` maps years
 // 0..99 to 1900..1999, so the bounds are written out.
-export const EARLIEST_TIME = Date.parse('1000-01-01T00:00:00.000Z')
-export const LATEST_TIME = Date.parse('9999-12-31T23:59:59.999Z')
+const EARLIEST_TIME = Date.parse('1000-01-01T00:00:00.000Z')
+const LATEST_TIME = Date.parse('9999-12-31T23:59:59.999Z')
 
 /** The `date-time` format of this API: see `InputTimestamp` in openapi.yaml. */
 export function isDateTime(value: string): boolean {
@@ -37,7 +37,7 @@ const isRfc3986Uri = fullFormats.uri as (value: string) => boolean
  * RFC 3986 URI that the WHATWG parser (browsers, fetch) also reads, with no user info: a link
  * like `https://trusted.example@evil.example/` shows one host and opens another.
  */
-export function isUri(value: string): boolean {
+function isUri(value: string): boolean {
   if (!isRfc3986Uri(value)) return false
   let url: URL
   try {
@@ -108,7 +108,8 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
 export async function refuseUndecodableQuery(request: FastifyRequest): Promise<void> {
   const url = request.raw.url ?? ''
   const start = url.indexOf('?')
-  if (start < 0) return
+  // Only a % escape can fail to decode: most query strings have none.
+  if (start < 0 || !url.includes('%', start)) return
   for (const pair of url.slice(start + 1).split('&')) {
     const [name = '', value = ''] = pair.split(/=(.*)/s)
     const decodedName = decoded(name)

@@ -78,6 +78,7 @@ const feedTitle = (source: FeedSource) => `${source.projectName} changelog`
 
 export function* atomFeed(source: FeedSource): Generator<string> {
   const page = changelogPath(source.projectId)
+  const alternate = withFilters(page, source)
   // A label-filtered feed is a feed of its own; without a label the id is what it always was.
   const label = source.label === undefined ? '' : `&label=${source.label}`
   const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale?.toLowerCase() ?? ''}${label}`)
@@ -88,7 +89,7 @@ export function* atomFeed(source: FeedSource): Generator<string> {
     `  <title type="text">${xmlEscape(feedTitle(source))}</title>`,
     `  <updated>${feedUpdated(source).toISOString()}</updated>`,
     `  <author><name>${xmlEscape(source.projectName)}</name></author>`,
-    `  <link rel="alternate" type="text/html" href="${xmlEscape(withFilters(page, source))}"/>`,
+    `  <link rel="alternate" type="text/html" href="${xmlEscape(alternate)}"/>`,
     `  <link rel="self" type="application/atom+xml" href="${xmlEscape(withFilters(`${page}.atom`, source))}"/>`,
     '',
   ].join('\n')
@@ -99,7 +100,7 @@ export function* atomFeed(source: FeedSource): Generator<string> {
       `    <title type="text">${xmlEscape(entry.title)}</title>`,
       ...(entry.published_at ? [`    <published>${entry.published_at.toISOString()}</published>`] : []),
       `    <updated>${entryUpdated(entry).toISOString()}</updated>`,
-      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${withFilters(page, source)}#${entry.id}`)}"/>`,
+      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${alternate}#${entry.id}`)}"/>`,
       ...entry.labels.map((label) => `    <category term="${xmlEscape(label)}"/>`),
       `    <content type="html">${xmlEscape(entry.body_html)}</content>`,
       '  </entry>',

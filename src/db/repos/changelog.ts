@@ -240,7 +240,7 @@ export function changelogRepo(db: Database) {
       .leftJoin(e, eq(e.id, ids.id))
       .leftJoin(t, translationOf(input.localeKey))
       .where(eq(projects.id, input.projectId))
-      .orderBy(descNullsLast(e.published_at), descNullsLast(e.id))
+      .orderBy(...orderOf('published'))
   }
 
   /** What the page and feeds show of these entries of the project: the view with the stored HTML instead of the Markdown. */

@@ -8,6 +8,7 @@ import { newId } from '../../domain/ids.js'
 import { newTesterToken } from '../../domain/secrets.js'
 import { ACCEPTABLE_FROM, DECLINABLE_FROM } from '../../domain/tester-status.js'
 import type { Database } from '../client.js'
+import { rowsOf } from '../results.js'
 import { beta_feedback, beta_programs, beta_testers, end_users, projects } from '../schema.js'
 
 export type PortalTester = typeof beta_testers.$inferSelect
@@ -108,7 +109,7 @@ export function portalRepo(db: Database) {
         where t.token = ${token} and t.status = 'joined' and p.status = 'active'
           and (p.feedback_deadline is null or p.feedback_deadline > now())
         returning id`)
-      const list = (Array.isArray(rows) ? rows : (rows as { rows: unknown[] }).rows) as { id: string }[]
+      const list = rowsOf<{ id: string }>(rows)
       return list[0]
     },
 

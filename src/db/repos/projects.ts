@@ -6,6 +6,7 @@ import { api_keys, projects } from '../schema.js'
 import { descNullsLast } from './order.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { liveKey } from './scope.js'
+import { rowsOf, sqlState } from '../results.js'
 
 export type ProjectRow = typeof projects.$inferSelect
 export interface NewProject {
@@ -92,7 +93,6 @@ export function projectsRepo(db: Database) {
     listQuery,
     listKeysQuery,
     get,
-    getKey,
 
     /** Creates a project and its first API key in one transaction. */
     create(input: NewProject): Promise<{ project: ProjectRow; apiKey: string }> {
@@ -104,9 +104,7 @@ export function projectsRepo(db: Database) {
     },
 
     /** `limit` projects from `offset` or after a row, newest first; the caller asks for one more than a page. */
-    list(options: PageOptions): Promise<ProjectRow[]> {
-      return listQuery(options)
-    },
+    list: listQuery as (options: PageOptions) => Promise<ProjectRow[]>,
 
     async update(projectId: string, patch: Partial<NewProject>): Promise<ProjectRow | undefined> {
       if (Object.keys(patch).length === 0) return get(projectId)
@@ -128,7 +126,7 @@ export function projectsRepo(db: Database) {
         return await insertKey(db, projectId, fields)
       } catch (error) {
         // foreign_key_violation: the project does not exist (or was deleted meanwhile).
-        if ((error as { cause?: { code?: string } }).cause?.code === '23503' || (error as { code?: string }).code === '23503') return undefined
+        if (sqlState(error) === '23503') return undefined
         throw error
       }
     },
@@ -192,7 +190,7 @@ export function projectsRepo(db: Database) {
         select u.key_hash, w.key_hash is not null as written
         from used u join ${api_keys} k on k.key_hash = u.key_hash left join written w on w.key_hash = u.key_hash
         where k.last_used_at is null or k.last_used_at < u.used_at`)
-      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { key_hash: string; written: boolean }[]
+      const rows = rowsOf<{ key_hash: string; written: boolean }>(result)
       return { written: rows.filter((r) => r.written).map((r) => r.key_hash), pending: rows.filter((r) => !r.written).map((r) => r.key_hash) }
     },
 

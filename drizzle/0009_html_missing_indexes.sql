@@ -1,0 +1,2 @@
+CREATE INDEX "changelog_entries_html_missing_idx" ON "changelog_entries" USING btree ("id") WHERE "changelog_entries"."body_html" is null;--> statement-breakpoint
+CREATE INDEX "changelog_translations_html_missing_idx" ON "changelog_translations" USING btree ("entry_id","locale_key") WHERE "changelog_translations"."body_html" is null;

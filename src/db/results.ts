@@ -1,0 +1,21 @@
+// What the two drivers hand back, read one way: `db.execute` returns an array on postgres.js and
+// `{ rows }` on PGlite, and Drizzle wraps a driver's error in its own, with the SQLSTATE on `cause`.
+
+/** The rows of a `db.execute` result, whichever driver ran it. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[]
+}
+
+/** The SQLSTATE (or the driver's own code) of a database error, Drizzle's wrapper or not. */
+export function sqlState(error: unknown): string | undefined {
+  const e = error as { code?: string; cause?: { code?: string } } | undefined
+  return e?.cause?.code ?? e?.code
+}
+
+/** Whether the error, or one of the causes it wraps (Drizzle's, the driver's), passes `test`. */
+export function someCause(error: unknown, test: (cause: { code?: unknown; message?: unknown }) => boolean): boolean {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (test(e as { code?: unknown; message?: unknown })) return true
+  }
+  return false
+}
