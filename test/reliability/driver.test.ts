@@ -1,62 +1,194 @@
-// The postgres.js patch in patches/ (porsager/postgres #1119, the fix of PR #1120 / #1190) is in
-// the driver Node loads: a query that fails, or whose connection is killed, in the middle of its
-// rows must not leave those rows, or its error, to the next query on that connection. Without
-// the patch the API answered a valid key with 401 (the key lookup got a sparse result) or 500
-// while connections were being killed. One connection (max: 1) makes both cases deterministic.
-import { readFile } from 'node:fs/promises'
-import { setTimeout as sleep } from 'node:timers/promises'
-import postgres from 'postgres'
-import t from 'tap'
-import { DATABASE_URL, uniqueName } from './fixtures/pg.js'
+// The postgres.js patch (patches/postgres+3.4.9.patch, one test per hunk): each test drives the
+// driver, through its public API, into the state its hunk fixes, and fails on the driver without
+// that hunk (the report of issue #13 shows each run). Most use a fake PostgreSQL server
+// (fixtures/fake-postgres.ts) so that a connection is cut at exactly the moment that matters;
+// where the moment is "between two events of one socket", the test relies only on the order in
+// which Node's event loop delivers them (poll: the read fails and 'error' follows on the next
+// tick; check: setImmediate callbacks; close: the socket's 'close'), never on how fast this
+// machine is. One connection (max: 1) makes the pool's choice of connection deterministic.
+import postgres, { type Sql } from 'postgres'
+import t, { type Test } from 'tap'
+import { postgresTestUrl } from '../helpers/db.js'
+import { fakePostgres, type FakeConnection } from './fixtures/fake-postgres.js'
 
-const client = () => {
-  const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {}, connection: { application_name: uniqueName('driver') } })
-  t.teardown(() => sql.end({ timeout: 5 }))
-  return sql
+interface Tracked {
+  state: 'pending' | 'fulfilled' | 'rejected'
+  value?: unknown
+  error?: { code?: string }
 }
 
-t.test('a query failing after some of its rows leaves the next query its own rows only', async (t) => {
-  const sql = client()
-  // Rows 1 to 3 are sent, then row 4 divides by zero.
-  const failed = await sql`select i, 1 / (4 - i) as boom from generate_series(1, 10) i`.then(
-    () => 'no error',
-    (error: { code?: string }) => error.code,
+/** A promise's outcome, readable synchronously. */
+function track(promise: PromiseLike<unknown>): Tracked {
+  const tracked: Tracked = { state: 'pending' }
+  promise.then(
+    (value) => Object.assign(tracked, { state: 'fulfilled', value }),
+    (error: { code?: string }) => Object.assign(tracked, { state: 'rejected', error }),
   )
-  t.equal(failed, '22012', 'the first query fails with division by zero')
-  const next = await sql`select x from generate_series(1, 2) x`
-  t.same([...next], [{ x: 1 }, { x: 2 }], 'the next query gets exactly its two rows, no holes before them')
+  return tracked
+}
+
+/** A fake server and a client of one connection; `closed` resolves each time that connection closes. */
+async function fakeSetup(t: Test, onQuery: (text: string, connection: FakeConnection) => void) {
+  const server = await fakePostgres(onQuery)
+  let closes: (() => void)[] = []
+  const sql = postgres(server.url, {
+    max: 1,
+    fetch_types: false,
+    connect_timeout: 2,
+    backoff: () => 0,
+    onnotice: () => {},
+    onclose: () => {
+      for (const resolve of closes) resolve()
+      closes = []
+    },
+  })
+  t.teardown(async () => {
+    await sql.end({ timeout: 0 })
+    await server.close()
+  })
+  const closed = () => new Promise<void>((resolve) => closes.push(resolve))
+  return { server, sql, closed }
+}
+
+const rowsOf = (sql: Sql, text: string) =>
+  sql.unsafe(text).then(
+    (rows) => [...rows],
+    (error: { code?: string }) => `error ${error.code}`,
+  )
+
+t.test('hunk 1 (#1119): a query failing after some of its rows leaves the next query its own rows only', async (t) => {
+  const { sql } = await fakeSetup(t, (text, c) => {
+    if (text === 'fails after three rows') {
+      c.rows(['i'], [['1'], ['2'], ['3']])
+      c.error('ERROR', '22012', 'division by zero')
+      c.ready()
+    } else c.answer(['x'], [['1'], ['2']])
+  })
+  t.equal(await rowsOf(sql, 'fails after three rows'), 'error 22012', 'the first query fails')
+  const next = await rowsOf(sql, 'two rows')
+  t.same(next, [{ x: '1' }, { x: '2' }], 'the next query gets exactly its two rows, no holes before them')
 })
 
-t.test('a connection killed in the middle of a result: the next query on the reconnected connection gets its own answer', async (t) => {
-  const sql = client()
-  const killer = client()
+t.test("hunk 2 (#1119, #1215): a backend killed mid-result: the next query gets its own answer, not the killed query's FATAL error", async (t) => {
+  const { server, sql } = await fakeSetup(t, (text, c) => {
+    if (text === 'killed') {
+      // What PostgreSQL sends on pg_terminate_backend while a result is open.
+      c.rows(['i'], [['1'], ['2']])
+      c.error('FATAL', '57P01', 'terminating connection due to administrator command')
+      c.close()
+    } else c.answer(['one'], [['1']])
+  })
+  t.equal(await rowsOf(sql, 'killed'), 'error CONNECTION_CLOSED', 'the killed query fails as unavailable')
+  t.same(await rowsOf(sql, 'select 1'), [{ one: '1' }], 'the next query gets its own row')
+  t.equal(server.connections.length, 2, 'on a new connection')
+})
+
+t.test('hunk 3 (#1208, #1215): a query handed to a connection between its socket error and close fails; it never waits forever', async (t) => {
+  const { server, sql, closed } = await fakeSetup(t, (text, c) => {
+    if (text === 'reset') c.reset()
+    else c.answer(['x'], [[text]])
+  })
+  // A connection's first query runs while the pool still counts it as connecting; from its
+  // second on, the pool counts it busy and queues new queries on it.
+  t.same(await rowsOf(sql, 'warm'), [{ x: 'warm' }])
+  const connectionClosed = closed()
+  let late: Tracked | undefined
+  // The read fails with ECONNRESET and 'error' rejects the query on the next tick; the socket's
+  // 'close' comes later in the same turn of the event loop. The pool still counts the connection
+  // as busy, so the query made in between is queued on it.
+  const first = await sql.unsafe('reset').then(
+    () => 'no error',
+    (error: { code?: string }) => ((late = track(sql.unsafe('made between error and close'))), error.code),
+  )
+  t.equal(first, 'ECONNRESET')
+  await connectionClosed
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(late?.state, 'rejected', 'the query made between the error and the close has failed by the time the connection is closed')
+  t.equal(late?.error?.code, 'CONNECTION_CLOSED', 'as unavailable')
+  t.same(await rowsOf(sql, 'after'), [{ x: 'after' }], 'and the connection serves the next query')
+  t.equal(server.connections.length, 2)
+})
+
+t.test('hunk 4 (#1133): a connection closed with a write still buffered reconnects, instead of never sending its startup message', async (t) => {
+  const { server, sql, closed } = await fakeSetup(t, (text, c) => {
+    if (text === 'reset') c.reset()
+    else c.answer(['x'], [[text]])
+  })
+  t.same(await rowsOf(sql, 'warm'), [{ x: 'warm' }])
+  const connectionClosed = closed()
+  let late: Tracked | undefined
+  // Made from a setImmediate callback, after the ECONNRESET and before 'close': its bytes wait
+  // for the next turn's flush, and 'close' comes first.
+  await sql.unsafe('reset').catch(
+    () => new Promise<void>((resolve) => setImmediate(() => ((late = track(sql.unsafe('buffered at close'))), resolve()))),
+  )
+  await connectionClosed
+  t.same(await rowsOf(sql, 'after'), [{ x: 'after' }], 'the next query reconnects and gets its answer (not CONNECT_TIMEOUT)')
+  t.equal(server.connections.length, 2, 'the second connection completed its startup')
+  t.equal(late?.state, 'rejected', 'the buffered query failed')
+})
+
+t.test("hunk 5 (reported upstream by issue #13's note): the pool's bookkeeping per query does not grow with the queries run", async (t) => {
+  // Under load below the pool's size, some connection is always idle, so the pool's queue of
+  // idle connections never empties. Unpatched, each query left a slot in that queue's array
+  // (8 bytes a query, never freed) and each move of a connection searched all of them: memory
+  // and CPU per query grew with every query the process had run. Counted here through
+  // Array.prototype.indexOf, which the queues use to find a connection: elements compared, and
+  // the length of the arrays searched.
+  const server = await fakePostgres((text, c) => c.answer(['x'], [['1']]))
+  const pool = postgres(server.url, { max: 2, fetch_types: false, onnotice: () => {} })
+  t.teardown(async () => {
+    await pool.end({ timeout: 0 })
+    await server.close()
+  })
+  await Promise.all([pool.unsafe('open'), pool.unsafe('both')]) // both connections open and idle
+
+  const isConnection = (x: unknown) => typeof x === 'object' && x !== null && 'execute' in x && 'idleTimer' in x
+  const indexOf = Array.prototype.indexOf
+  let compared = 0
+  let longest = 0
+  Array.prototype.indexOf = function (this: unknown[], x: unknown, from?: number) {
+    if (isConnection(x)) {
+      compared += this.length - (from ?? 0)
+      longest = Math.max(longest, this.length)
+    }
+    return indexOf.call(this, x, from)
+  }
+  try {
+    for (let i = 0; i < 4000; i++) await pool.unsafe('one at a time')
+    compared = 0
+    for (let i = 0; i < 1000; i++) await pool.unsafe('one at a time')
+  } finally {
+    Array.prototype.indexOf = indexOf
+  }
+  t.ok(compared / 1000 <= 16, `a query compares a few elements, not one per query run before it (${compared / 1000})`)
+  // The patched queue drops its holes once there are 1,024 and they are half its array.
+  t.ok(longest <= 2048, `no queue's array grows with the queries run (longest ${longest} after 5,000 queries)`)
+})
+
+t.test('on PostgreSQL itself: a backend terminated mid-result, then the next query on the reconnected connection gets its own answer', async (t) => {
+  const url = await postgresTestUrl()
+  const sql = postgres(url, { max: 1, fetch_types: false, onnotice: () => {} })
+  const killer = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), killer.end({ timeout: 5 })]))
   const pid = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid
-  // Rows 1 and 2 come at once, row 3 sleeps: the backend is killed while the result is open.
-  const killed = sql`select i, pg_sleep(case when i = 3 then 5 else 0 end) from generate_series(1, 5) i`.then(
+  // Rows 1 and 2 come at once, row 3 sleeps: the backend is terminated while the result is open.
+  const killed = sql`select i, pg_sleep(case when i = 3 then 60 else 0 end) from generate_series(1, 5) i`.then(
     () => 'no error',
     (error: { code?: string }) => error.code,
   )
-  await sleep(500)
+  for (;;) {
+    const [sleeping] = await killer`select 1 from pg_stat_activity where pid = ${pid} and wait_event = 'PgSleep'`
+    if (sleeping) break
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
   const [terminated] = await killer`select pg_terminate_backend(${pid}) as ok`
   t.ok(terminated!.ok, 'the backend was terminated mid-result')
-  t.ok(['CONNECTION_CLOSED', '57P01'].includes((await killed) ?? ''), `the killed query fails as unavailable (${await killed})`)
-  const next = await sql`select 1 as one`
-  t.same([...next], [{ one: 1 }], 'the next query gets its own row, not the killed query\'s rows or error')
-  const again = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid
-  t.not(again, pid, 'on a new backend')
-})
-
-t.test("postgres.js's connection queues stay correct, and searched from their live part, under steady pipelined load", async (t) => {
-  // The patch: a connection moves between queues on every query; remove() searched every hole
-  // shift() had left since the queue was last empty (5 % of a GET's CPU at 7 000 requests a
-  // second, and growing) and the array was never compacted.
-  const source = new URL('../../node_modules/postgres/src/queue.js', import.meta.url)
-  const { default: Queue } = (await import(source.href)) as { default: <T>(initial?: T[]) => { length: number; push(x: T): T; shift(): T; remove(x: T): T | null } }
-  const busy = Queue<string>(['a', 'b', 'c'])
-  for (let i = 0; i < 5000; i++) busy.push(busy.shift()) // round robin, as the pool does
-  t.equal(busy.length, 3)
-  t.equal(busy.remove('b'), 'b', 'an element is found after thousands of moves')
-  t.equal(busy.remove('b'), null, 'and only once')
-  t.same([busy.shift(), busy.shift(), busy.length], ['c', 'a', 0], 'the order holds across compactions (5000 turns of three: c, a, b)')
-  t.match(await readFile(source, 'utf8'), /xs\.indexOf\(x, index\)/, 'the ESM build Node loads carries the patch')
+  // FATAL 57P01 and then a FIN, or a reset, depending on timing.
+  t.ok(['CONNECTION_CLOSED', '57P01', 'ECONNRESET'].includes((await killed) ?? ''), `the killed query fails as unavailable (${await killed})`)
+  const next = await sql`select 1 as one`.then(
+    (rows) => [...rows],
+    (error: { code?: string }) => `error ${error.code}`,
+  )
+  t.same(next, [{ one: 1 }], "the next query gets its own row, not the killed query's rows or error")
 })
