@@ -56,7 +56,7 @@ const rowsOf = (sql: Sql, text: string) =>
     (error: { code?: string }) => `error ${error.code}`,
   )
 
-t.test('hunk 1 (#1119): a query failing after some of its rows leaves the next query its own rows only', async (t) => {
+t.test('rows-reset (#1119, #1181): a query failing after some of its rows leaves the next query its own rows only', async (t) => {
   const { sql } = await fakeSetup(t, (text, c) => {
     if (text === 'fails after three rows') {
       c.rows(['i'], [['1'], ['2'], ['3']])
@@ -69,7 +69,7 @@ t.test('hunk 1 (#1119): a query failing after some of its rows leaves the next q
   t.same(next, [{ x: '1' }, { x: '2' }], 'the next query gets exactly its two rows, no holes before them')
 })
 
-t.test("hunk 2 (#1119, #1215): a backend killed mid-result: the next query gets its own answer, not the killed query's FATAL error", async (t) => {
+t.test("closed-state (#1119, #1130): a backend killed mid-result: the next query gets its own answer, not the killed query's FATAL error", async (t) => {
   const { server, sql } = await fakeSetup(t, (text, c) => {
     if (text === 'killed') {
       // What PostgreSQL sends on pg_terminate_backend while a result is open.
@@ -83,7 +83,7 @@ t.test("hunk 2 (#1119, #1215): a backend killed mid-result: the next query gets 
   t.equal(server.connections.length, 2, 'on a new connection')
 })
 
-t.test('hunk 3 (#1208, #1215): a query handed to a connection between its socket error and close fails; it never waits forever', async (t) => {
+t.test('fail-after-error (#1208, #1215): a query handed to a connection between its socket error and close fails; it never waits forever', async (t) => {
   const { server, sql, closed } = await fakeSetup(t, (text, c) => {
     if (text === 'reset') c.reset()
     else c.answer(['x'], [[text]])
@@ -109,7 +109,7 @@ t.test('hunk 3 (#1208, #1215): a query handed to a connection between its socket
   t.equal(server.connections.length, 2)
 })
 
-t.test('hunk 4 (#1133): a connection closed with a write still buffered reconnects, instead of never sending its startup message', async (t) => {
+t.test('write-timer (#1133): a connection closed with a write still buffered reconnects, instead of never sending its startup message', async (t) => {
   const { server, sql, closed } = await fakeSetup(t, (text, c) => {
     if (text === 'reset') c.reset()
     else c.answer(['x'], [[text]])
@@ -128,7 +128,34 @@ t.test('hunk 4 (#1133): a connection closed with a write still buffered reconnec
   t.equal(late?.state, 'rejected', 'the buffered query failed')
 })
 
-t.test("hunk 5 (reported upstream by issue #13's note): the pool's bookkeeping per query does not grow with the queries run", async (t) => {
+t.test('closed-socket (#1133, #1208): a backend killed during a transaction fails the transaction; the process does not crash', async (t) => {
+  const { sql } = await fakeSetup(t, (text, c) => {
+    if (text === 'killed') {
+      c.error('FATAL', '57P01', 'terminating connection due to administrator command')
+      c.close()
+    } else if (text.startsWith('begin')) {
+      c.complete('BEGIN')
+      c.ready()
+    } else c.answer(['x'], [[text]])
+  })
+  const uncaught: Error[] = []
+  const record = (error: Error) => uncaught.push(error)
+  process.on('uncaughtException', record)
+  t.teardown(() => process.off('uncaughtException', record))
+  t.same(await rowsOf(sql, 'warm'), [{ x: 'warm' }])
+  // The statement fails once the connection has closed; begin() then sends its ROLLBACK to it.
+  const transaction = await sql.begin((tx) => tx.unsafe('killed')).then(
+    () => 'committed',
+    (error: { code?: string }) => error.code,
+  )
+  t.equal(transaction, 'CONNECTION_CLOSED', 'the transaction fails as unavailable')
+  await new Promise((resolve) => setImmediate(resolve)) // where the ROLLBACK's write was flushed
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(uncaught.map((error) => error.message), [], 'nothing is thrown outside the query (unpatched: a TypeError from nextWrite)')
+  t.same(await rowsOf(sql, 'after'), [{ x: 'after' }], 'and the pool serves the next query')
+})
+
+t.test("queue (reported upstream by issue #13's note): the pool's bookkeeping per query does not grow with the queries run", async (t) => {
   // Under load below the pool's size, some connection is always idle, so the pool's queue of
   // idle connections never empties. Unpatched, each query left a slot in that queue's array
   // (8 bytes a query, never freed) and each move of a connection searched all of them: memory
