@@ -11,6 +11,7 @@ import postgres, { type Sql } from 'postgres'
 import { lockDataDir } from './data-dir-lock.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
+import { assertPatchedDriver } from './driver-check.js'
 import { PreparedPGlite } from './pglite-prepared.js'
 import { someCause } from './results.js'
 import { preparedByDefault } from './prepared.js'
@@ -85,6 +86,7 @@ function describePostgres(url: string): string {
 
 export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl) {
+    assertPatchedDriver()
     const client = postgres(options.databaseUrl, {
       max: options.poolSize ?? 10,
       connect_timeout: options.connectTimeout ?? 5,
