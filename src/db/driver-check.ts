@@ -37,14 +37,13 @@ export function installedDriverDir(): string {
 export function driverProblems(dir: string = installedDriverDir()): string[] {
   const version = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version
   if (version !== PATCHED_VERSION) return [`postgres ${version} is installed, patches/ is for ${PATCHED_VERSION}`]
-  const missing: string[] = []
-  // src/ is what Node's `import` loads; cjs/src/ what a `require` would.
-  for (const build of ['src', 'cjs/src']) {
-    for (const [change, file] of Object.entries(PATCH_CHANGES)) {
-      if (!readFileSync(join(dir, build, file), 'utf8').includes(`[feedback patch: ${change}]`)) missing.push(`${build}/${file} lacks "${change}"`)
-    }
-  }
-  return missing.length > 0 ? [`postgres ${version} is not patched (${missing.join(', ')})`] : []
+  const builds = ['src', 'cjs/src'] // what Node's `import` loads, and what a `require` would
+  const missing = Object.entries(PATCH_CHANGES).flatMap(([change, file]) => {
+    const lacking = builds.filter((build) => !readFileSync(join(dir, build, file), 'utf8').includes(`[feedback patch: ${change}]`))
+    if (lacking.length === 0) return []
+    return lacking.length === builds.length ? [change] : lacking.map((build) => `${change} in ${build}/${file}`)
+  })
+  return missing.length > 0 ? [`postgres ${version} is not patched, it lacks ${missing.join(', ')}`] : []
 }
 
 let installedChecked = false

@@ -3,7 +3,7 @@
 // server refuses to start on a driver without it. Each case runs on a copy of the driver in a
 // temporary project, made unpatched by reversing the patch, never on the installed one.
 import { spawnSync } from 'node:child_process'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -74,9 +74,9 @@ t.test('a production install (no dev dependencies) applies the patch; the start-
 t.test('the start-up check refuses an unpatched driver, naming every missing change', async (t) => {
   const { driver } = unpatchedProject(t)
   const [problem] = driverProblems(driver)
-  for (const change of Object.keys(PATCH_CHANGES)) t.match(problem, `"${change}"`)
+  t.equal(problem, `postgres 3.4.9 is not patched, it lacks ${Object.keys(PATCH_CHANGES).join(', ')}`)
   t.ok(thrown(() => assertPatchedDriver(driver)) instanceof SetupError, 'a SetupError: one line on stderr and exit 1 at start-up')
-  t.throws(() => assertPatchedDriver(driver), /postgres\.js is not the driver this server needs: postgres 3\.4\.9 is not patched .*npm ci/)
+  t.throws(() => assertPatchedDriver(driver), /postgres\.js is not the driver this server needs: postgres 3\.4\.9 is not patched, it lacks .*npm ci/)
 })
 
 t.test('a patch missing one change fails the start-up check', async (t) => {
@@ -84,7 +84,7 @@ t.test('a patch missing one change fails the start-up check', async (t) => {
   t.equal(install(project).status, 0)
   const queue = join(driver, 'src', 'queue.js')
   writeFileSync(queue, readFileSync(queue, 'utf8').replaceAll('[feedback patch: queue]', ''))
-  t.same(driverProblems(driver), ['postgres 3.4.9 is not patched (src/queue.js lacks "queue")'])
+  t.same(driverProblems(driver), ['postgres 3.4.9 is not patched, it lacks queue in src/queue.js'])
 })
 
 t.test('another version of postgres.js fails the install and the start-up check', async (t) => {
@@ -107,4 +107,24 @@ t.test('a change that no longer matches the installed file fails the install, le
   t.equal(run.status, 1)
   t.match(run.stderr, /change \d+ to node_modules\/postgres\/src\/connection\.js does not match postgres 3\.4\.9 as installed/)
   t.equal(readFileSync(connection, 'utf8'), edited, 'the file is as it was')
+})
+
+t.test('the server refuses to start on an unpatched driver: one line on stderr, exit code 1', async (t) => {
+  // The project as it is, but with the unpatched copy as its node_modules/postgres: every other
+  // package and the sources are symlinks, which Node keeps as their paths (--preserve-symlinks),
+  // so that `postgres` resolves to the copy from src/ too.
+  const { project } = unpatchedProject(t)
+  for (const entry of ['src', 'generated', 'drizzle', 'openapi.yaml', 'package.json', 'tsconfig.json']) symlinkSync(join(root, entry), join(project, entry))
+  for (const entry of readdirSync(join(root, 'node_modules'))) {
+    if (entry !== 'postgres') symlinkSync(join(root, 'node_modules', entry), join(project, 'node_modules', entry))
+  }
+  const server = spawnSync(process.execPath, ['--preserve-symlinks', '--preserve-symlinks-main', '--import', 'tsx', join(project, 'src', 'server.ts')], {
+    cwd: project,
+    encoding: 'utf8',
+    timeout: 60_000,
+    // A PostgreSQL nobody listens on: the check comes before any connection.
+    env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PORT: '0' },
+  })
+  t.equal(server.status, 1, 'exit code 1')
+  t.match(server.stderr, /^Cannot start: postgres\.js is not the driver this server needs: postgres 3\.4\.9 is not patched, it lacks write-timer, .*\n$/)
 })
