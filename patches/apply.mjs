@@ -79,7 +79,8 @@ export function applyPatchFile(root, patchFile) {
       applied++
     }
     if (applied > 0) writeFileSync(target, text)
-    done.push(`${path}: ${applied} of ${hunks.length} changes applied${applied < hunks.length ? ` (${hunks.length - applied} already in place)` : ''}`)
+    const inPlace = hunks.length - applied
+    done.push(`${path}: ${applied === 0 ? `already patched (${inPlace} changes)` : `${applied} changes applied${inPlace > 0 ? `, ${inPlace} already in place` : ''}`}`)
   }
   return done
 }
