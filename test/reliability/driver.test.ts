@@ -1,6 +1,7 @@
-// The postgres.js patch (patches/postgres+3.4.9.patch, one test per hunk): each test drives the
-// driver, through its public API, into the state its hunk fixes, and fails on the driver without
-// that hunk (the report of issue #13 shows each run). Most use a fake PostgreSQL server
+// The postgres.js patch (patches/postgres+3.4.9.patch; patches/README.md lists its changes): one
+// test per change, named by the change's marker. Each drives the driver, through its public API,
+// into the state its change fixes, and fails on the driver without that change (the report of
+// issue #13 shows each run). Most use a fake PostgreSQL server
 // (fixtures/fake-postgres.ts) so that a connection is cut at exactly the moment that matters;
 // where the moment is "between two events of one socket", the test relies only on the order in
 // which Node's event loop delivers them (poll: the read fails and 'error' follows on the next
