@@ -65,8 +65,9 @@ export function readByKey<K extends ApiKeyReadId>(read: KeyScopedHandler<K>): Ha
 export const readsByKey = (handler: unknown): boolean => typeof handler === 'function' && READS_BY_KEY in handler
 
 /**
- * Whether a read by key's answer proves its key: anything but a page without rows (a record
- * was found, or the handler threw). A page without rows is settled before it is sent.
+ * Whether a read by key's answer proves its key: anything but a page without rows. A record was
+ * found by the key (a missing one is a 404 thrown, which the error handler settles); a page
+ * without rows is settled by routes.ts before it is sent.
  */
 export function provesKey(body: unknown): boolean {
   const data = (body as { data?: unknown } | undefined)?.data
