@@ -17,6 +17,12 @@ export interface RouteSpec {
   bodyOptional?: true
 }
 
+/**
+ * The GETs secured by an API key: the operations that may read by the key itself instead of
+ * having the guard look it up first (readByKey in src/http/guard.ts).
+ */
+export type ApiKeyReadId = "listBetaPrograms" | "getBetaProgram" | "listBetaTesters" | "getBetaTester" | "listBetaFeedback" | "getBetaFeedback" | "listChangelogEntries" | "getChangelogEntry"
+
 export const routes: RouteSpec[] = [
   {
     "operationId": "listBetaPrograms",

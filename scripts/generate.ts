@@ -112,6 +112,8 @@ for (const [path, item] of Object.entries(doc.paths as JsonObject)) {
   }
 }
 
+const apiKeyReads = routes.filter((r) => r.method === 'GET' && r.security === 'ApiKey').map((r) => r.operationId as string)
+
 await mkdir(`${root}generated`, { recursive: true })
 const ast = await openapiTS(new URL(`file://${root}openapi.yaml`), { alphabetize: false })
 await writeFile(`${root}generated/api.d.ts`, HEADER + astToString(ast))
@@ -134,6 +136,12 @@ export interface RouteSpec {
   /** Set when the request body is optional (\`requestBody.required\` is not true). */
   bodyOptional?: true
 }
+
+/**
+ * The GETs secured by an API key: the operations that may read by the key itself instead of
+ * having the guard look it up first (readByKey in src/http/guard.ts).
+ */
+export type ApiKeyReadId = ${apiKeyReads.map((id) => JSON.stringify(id)).join(' | ') || 'never'}
 
 export const routes: RouteSpec[] = ${JSON.stringify(routes, null, 2)}
 `,

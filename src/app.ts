@@ -23,7 +23,7 @@ import { makeMetrics } from './http/metrics.js'
 import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
 import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
-import type { AppContext } from './http/types.js'
+import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { specPath } from './paths.js'
 import { refuseUndecodableQuery, validatorCompiler } from './http/validation.js'
@@ -71,6 +71,8 @@ export interface BuildOptions {
   markdown?: MarkdownRenderer
   /** How often last_used_at is written (http/key-usage.ts), and for how many keys at most; tests also call app.keyUsage.flush(). */
   keyUsage?: { intervalMs?: number; maxKeys?: number }
+  /** Replaces some operations' handlers, for tests of what the routes and the guard do around a handler. */
+  handlers?: Partial<HandlerMap>
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -166,7 +168,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // and the onRequestAbort hook has logged it.
     if (isClientGone(request)) return reply.hijack()
     let problem = toApiError(error)
-    // Refused before the API key was looked up (a key-scoped read, a 429): the key may be the reason (guard.ts).
+    // Refused before the API key was looked up (a read by key, a 429): the key may be the reason (guard.ts).
     if (problem.status < 500) problem = await guard.settle(request, reply).then(() => problem, toApiError)
     if (problem.status === 401) {
       // A key that does not exist has no budget to report.
@@ -216,7 +218,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   registerIdempotency(app, ctx)
   // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)
-  registerRoutes(app, ctx, handlers, guard)
+  registerRoutes(app, ctx, { ...handlers, ...options.handlers }, guard)
   return app
 }
 

@@ -15,6 +15,8 @@ export interface Exchange {
   operationId: string
   method: string
   path: string
+  /** The body sent, as given to send(): the scenario's sweeps send again what succeeded. */
+  sent: Pick<SendOptions, 'json' | 'form'>
   status: number
   violations: Violation[]
   ms: number
@@ -102,7 +104,8 @@ export class Observer {
     const res = await fetch(this.baseUrl + options.path, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(15_000) })
     const text = await res.text()
     const violations = parseViolations(res.headers.get('sl-violations'))
-    this.exchanges.push({ operationId: route.operationId, method, path: options.path, status: res.status, violations, ms: performance.now() - started })
+    const sent = { ...(options.json !== undefined ? { json: options.json } : {}), ...(options.form !== undefined ? { form: options.form } : {}) }
+    this.exchanges.push({ operationId: route.operationId, method, path: options.path, sent, status: res.status, violations, ms: performance.now() - started })
     if (res.status !== options.expect) {
       throw new UnexpectedStatus(`${method} ${options.path} (${route.operationId}): expected ${options.expect}, got ${res.status}: ${text.slice(0, 500)}`)
     }

@@ -5,6 +5,7 @@ import { isId } from '../domain/ids.js'
 import { refusedTransitionMessage } from '../domain/program-status.js'
 import { slugify } from '../domain/slug.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
+import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
 import { page, pageRequest, type PageQuery, type PageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
@@ -69,19 +70,19 @@ export const createBetaProgram: Handler<'createBetaProgram'> = async ({ body, pr
   return { status: 201, body: { data: programRecord(row) }, headers: { location: `/v1/beta/programs/${row.id}` } }
 }
 
-export const getBetaProgram: Handler<'getBetaProgram'> = async ({ params, project }, { repos }) => {
+export const getBetaProgram = readByKey<'getBetaProgram'>(async ({ params, project }, { repos }) => {
   const row = await repos.programs.get(project, programId(params.id))
   if (!row) throw notFound('beta program')
   return { status: 200, body: { data: programRecord(row) } }
-}
+})
 
-export const listBetaPrograms: Handler<'listBetaPrograms'> = async ({ query, project }, { repos }) => {
+export const listBetaPrograms = readByKey<'listBetaPrograms'>(async ({ query, project }, { repos }) => {
   // A cursor carries the filter it was issued under: the same position means another row elsewhere.
   const scope = `programs:${query.status ?? '*'}`
   const request = pageRequest(query, 25, scope)
   const rows = await repos.programs.list(project, { status: query.status, ...request, limit: request.limit + 1 })
   return { status: 200, body: page(rows, request, scope, programSortKey, programRecord) }
-}
+})
 
 export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, body, principal }, { repos }) => {
   const patch: ProgramPatch = {

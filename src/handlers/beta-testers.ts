@@ -2,6 +2,7 @@ import type { TesterRow } from '../db/repos/testers.js'
 import { isId } from '../domain/ids.js'
 import { refusedApiTransitionMessage } from '../domain/tester-status.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
+import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
 import { programId, programPageRequest } from './beta-programs.js'
 import { page } from './pagination.js'
@@ -58,20 +59,20 @@ export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, bo
 
 const testerSortKey = (row: TesterRow) => ({ at: row.invited_at, id: row.id })
 
-export const listBetaTesters: Handler<'listBetaTesters'> = async ({ params, query, project }, { repos }) => {
+export const listBetaTesters = readByKey<'listBetaTesters'>(async ({ params, query, project }, { repos }) => {
   const program = programId(params.program_id)
   const scope = `testers:${program}:${query.status ?? '*'}`
   const request = await programPageRequest(repos, project, program, query, scope)
   const rows = await repos.testers.list(project, program, { status: query.status, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, testerSortKey, testerRecord) }
-}
+})
 
-export const getBetaTester: Handler<'getBetaTester'> = async ({ params, project }, { repos }) => {
+export const getBetaTester = readByKey<'getBetaTester'>(async ({ params, project }, { repos }) => {
   const row = await repos.testers.get(project, programId(params.program_id), testerId(params.id))
   if (!row) throw notFound('beta tester')
   return { status: 200, body: { data: testerRecord(row) } }
-}
+})
 
 export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, principal }, { repos }) => {
   if (!(await repos.testers.delete(principal.projectId, programId(params.program_id), testerId(params.id)))) throw notFound('beta tester')

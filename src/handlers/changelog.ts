@@ -4,6 +4,7 @@ import { normalizeLabel, normalizeLabels } from '../domain/labels.js'
 import { canonicalLocale, sameLocale } from '../domain/locale.js'
 import { checkPublishingInput, decidePublishing, type PublishingDecision } from '../domain/publishing.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
+import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
 import { pageOf, pageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
@@ -65,14 +66,14 @@ const changelogScope = (status: ListStatus, label: string | undefined) =>
 /** An entry's place in its list: the list's column (never null in a list that orders by it), then the id. */
 const entrySortKey = (status: ListStatus) => (entry: EntryView) => ({ at: entry[LIST_ORDER_COLUMN[status]]!, id: entry.id })
 
-export const listChangelogEntries: Handler<'listChangelogEntries'> = async ({ project, query }, { repos }) => {
+export const listChangelogEntries = readByKey<'listChangelogEntries'>(async ({ project, query }, { repos }) => {
   const status = query.status ?? 'published'
   const label = labelQuery(query.label)
   const scope = changelogScope(status, label)
   const request = pageRequest(query, 20, scope)
   const { entries, hasMore } = await repos.changelog.list(project, { status, label, locale: query.locale, ...request })
   return { status: 200, body: pageOf(entries, hasMore, request, scope, entrySortKey(status), changelogRecord) }
-}
+})
 
 export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ principal, body }, { repos, markdown }) => {
   const labels = labelsOrThrow(body.labels ?? [])
@@ -91,11 +92,11 @@ export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ pr
   return { status: 201, body: { data: changelogRecord(entry) }, headers: { location: location(entry.id) } }
 }
 
-export const getChangelogEntry: Handler<'getChangelogEntry'> = async ({ project, params, query }, { repos }) => {
+export const getChangelogEntry = readByKey<'getChangelogEntry'>(async ({ project, params, query }, { repos }) => {
   const entry = await repos.changelog.get(project, requireEntryId(params.id), query.locale)
   if (!entry) throw notFound('changelog entry')
   return { status: 200, body: { data: changelogRecord(entry) } }
-}
+})
 
 export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ principal, params, body }, { repos, markdown }) => {
   // Everything the body alone can be refused for is refused before the entry is looked up.

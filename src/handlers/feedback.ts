@@ -1,7 +1,7 @@
 import type { FeedbackRow } from '../db/repos/feedback.js'
 import { isId } from '../domain/ids.js'
 import { notFound } from '../http/errors.js'
-import type { Handler } from '../http/types.js'
+import { readByKey } from '../http/guard.js'
 import { programId, programPageRequest } from './beta-programs.js'
 import { page } from './pagination.js'
 import { iso, type Schemas } from './records.js'
@@ -19,19 +19,19 @@ export function feedbackRecord(row: FeedbackRow): Schemas['BetaFeedback'] {
 
 const feedbackSortKey = (row: FeedbackRow) => ({ at: row.created_at, id: row.id })
 
-export const listBetaFeedback: Handler<'listBetaFeedback'> = async ({ params, query, project }, { repos }) => {
+export const listBetaFeedback = readByKey<'listBetaFeedback'>(async ({ params, query, project }, { repos }) => {
   const program = programId(params.program_id)
   const scope = `feedback:${program}:${query.tester_id ?? '*'}`
   const request = await programPageRequest(repos, project, program, query, scope)
   const rows = await repos.feedback.list(project, program, { testerId: query.tester_id, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, feedbackSortKey, feedbackRecord) }
-}
+})
 
-export const getBetaFeedback: Handler<'getBetaFeedback'> = async ({ params, project }, { repos }) => {
+export const getBetaFeedback = readByKey<'getBetaFeedback'>(async ({ params, project }, { repos }) => {
   const pid = programId(params.program_id)
   if (!isId('fb', params.id)) throw notFound('feedback')
   const row = await repos.feedback.get(project, pid, params.id)
   if (!row) throw notFound('feedback')
   return { status: 200, body: { data: feedbackRecord(row) } }
-}
+})

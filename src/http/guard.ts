@@ -6,37 +6,72 @@
 //
 // It takes two steps. `identify` (onRequest) refuses a missing or malformed key and hashes it.
 // `authorize` (preParsing) looks the key up, counts the request against the key's budget
-// (rate-limit.ts: only a live key gets one) and applies the gates, except on the reads of /v1
-// (KEY_SCOPED_READS): those read by the key itself (db/repos/scope.ts), so that one statement
-// authenticates and reads. Rows found prove the key live and, under /v1/beta, the beta feature
-// on (reads need no plan). Such a read is counted before it runs, so its key must already have
-// a counter in this window, which only a live key gets; a key without one is looked up first.
-// Any other answer given before the key was looked up (an empty page, a 404, a 400, a 429)
-// proves nothing, so `settle` looks the key up first: a dead key is still a 401 and a project
-// without beta still a 403, ahead of everything else. A key is looked up at most once a
-// request, so an unknown key costs one indexed lookup.
+// (rate-limit.ts: only a live key gets one) and applies the gates; the handler reads by the
+// project found (`principal`). That is every operation's default.
+//
+// A read that proves its own key opts out of the lookup with readByKey() (below): its handler
+// reads by the key itself (`project`, a KeyScope: db/repos/scope.ts puts the live key's project
+// into the statement), so one statement authenticates and reads. Rows found prove the key live
+// and, under /v1/beta, the beta feature on (reads need no plan). Such a read is counted before
+// it runs, so its key must already have a counter in this window, which only a live key gets; a
+// key without one is looked up first. Any other answer given before the key was looked up (a
+// page without rows, a 404, a 400, a 429) proves nothing, so `settle` looks the key up first: a
+// dead key is still a 401 and a project without beta still a 403, ahead of everything else
+// (routes.ts settles a page without rows, the error handler every refusal). A key is looked up
+// at most once a request, so an unknown key costs one indexed lookup.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { RouteSpec } from '../../generated/routes.js'
+import type { ApiKeyReadId, RouteSpec } from '../../generated/routes.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import { hashApiKey, isApiKeyShape, secretsEqual } from '../domain/secrets.js'
 import { ApiError } from './errors.js'
 import type { RateLimits } from './rate-limit.js'
-import { isKeyScopedRead, type AppContext, type Principal } from './types.js'
+import type { AppContext, Handler, KeyScopedHandler, KeyScopedRequest, Principal } from './types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /**
-     * The presented API key, hashed (what rate limits count and key-scoped reads read by),
+     * The presented API key, hashed (what rate limits count and reads by key read by),
      * whether it was looked up and found live, and whether the request was counted against its budget.
      */
     credential?: { keyHash: string; lookedUp: boolean; live: boolean; counted: boolean }
     principal?: Principal
-    /** On key-scoped reads, the scope the handler reads by. */
+    /** On reads by key, the scope the handler reads by. */
     project?: KeyScope
   }
   interface FastifyContextConfig {
     route?: RouteSpec
+    /** Set when the route's handler reads by key (readByKey): the guard does not look the key up first. */
+    readsByKey?: boolean
   }
+}
+
+const READS_BY_KEY = Symbol('reads by key')
+
+/**
+ * Opts a GET secured by an API key out of the guard's lookup: the handler gets `project` (the
+ * key's scope) instead of `principal`, and passes it to repository reads that take a
+ * ProjectScope, which find rows only for a live key (db/repos/scope.ts).
+ *
+ * Only for a read whose every answer proves the key (provesKey): a record its statement found
+ * by the key, or a page of such rows, empty exactly when the statement found none. Never for a
+ * count, a sum or any answer computed without rows: it would answer a revoked key 200 with
+ * zeros. Those keep the default.
+ */
+export function readByKey<K extends ApiKeyReadId>(read: KeyScopedHandler<K>): Handler<K> {
+  const handler: Handler<K> = (request, ctx) => read(request as unknown as KeyScopedRequest<K>, ctx)
+  return Object.assign(handler, { [READS_BY_KEY]: true })
+}
+
+export const readsByKey = (handler: unknown): boolean => typeof handler === 'function' && READS_BY_KEY in handler
+
+/**
+ * Whether a read by key's answer proves its key: anything but a page without rows. A record was
+ * found by the key (a missing one is a 404 thrown, which the error handler settles); a page
+ * without rows is settled by routes.ts before it is sent.
+ */
+export function provesKey(body: unknown): boolean {
+  const data = (body as { data?: unknown } | undefined)?.data
+  return !Array.isArray(data) || data.length > 0
 }
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
@@ -97,7 +132,7 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
     async authorize(request: FastifyRequest, reply: FastifyReply): Promise<void> {
       const route = request.routeOptions.config.route
       if (!route || !request.credential) return
-      if (!isKeyScopedRead(route.operationId)) {
+      if (!request.routeOptions.config.readsByKey) {
         request.principal = await lookUp(request, reply, route)
         return
       }
@@ -112,7 +147,7 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
 
     /**
      * Whether the request was accepted with its key (answered anything but 401): the key was
-     * looked up and found live, or a key-scoped read found rows by it (a 2xx or 304 without a
+     * looked up and found live, or a read by key found rows by it (a 2xx or 304 without a
      * lookup; an answer without rows looks the key up). What last_used_at records.
      */
     accepted(request: FastifyRequest, status: number): boolean {
@@ -121,7 +156,7 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
     },
 
     /**
-     * Before an answer that does not prove the key (an empty page of a key-scoped read, or a 4xx
+     * Before an answer that does not prove the key (a page without rows of a read by key, or a 4xx
      * before the key was looked up): throws 401 or 403 when the key is why. Looks up once a request.
      */
     async settle(request: FastifyRequest, reply: FastifyReply): Promise<void> {

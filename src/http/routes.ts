@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
-import type { Guard } from './guard.js'
+import { provesKey, readsByKey, type Guard } from './guard.js'
 import { serializerSchema } from './serialization.js'
 import { ownRateLimit } from './rate-limit.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, type OperationId } from './types.js'
@@ -14,9 +14,6 @@ async function emptyBodyWhenNone(request: FastifyRequest): Promise<void> {
 
 const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
 
-/** A page with no rows: on a key-scoped read, no proof that the key is live (see guard.ts). */
-const isEmptyPage = (body: unknown) => Array.isArray((body as { data?: unknown } | undefined)?.data) && (body as { data: unknown[] }).data.length === 0
-
 export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: HandlerMap, guard: Guard): void {
   for (const route of routes) {
     if (isPluginOperation(route.operationId)) continue
@@ -26,12 +23,16 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       ctx: AppContext,
     ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
     const ownBudget = ownRateLimit(ctx.config, route)
+    const byKey = readsByKey(handler)
+    if (byKey && (route.method !== 'GET' || route.security !== 'ApiKey')) {
+      throw new Error(`${route.operationId} (${route.method}, ${route.security}) cannot read by key: only GETs secured by an API key may (guard.ts)`)
+    }
     app.route({
       method: route.method,
       url: route.url,
       // The public portal counts per client address, all its operations against one budget
       // (see rate-limit.ts); public signup and each operator operation have budgets of their own.
-      config: { route, ...(ownBudget ? { rateLimit: ownBudget } : {}) },
+      config: { route, readsByKey: byKey, ...(ownBudget ? { rateLimit: ownBudget } : {}) },
       schema: {
         params: route.schema.params,
         querystring: route.schema.querystring,
@@ -43,7 +44,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       ...(route.bodyOptional ? { preValidation: emptyBodyWhenNone } : {}),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
-        if (isEmptyPage(result.body)) await guard.settle(request, reply)
+        if (byKey && !provesKey(result.body)) await guard.settle(request, reply)
         if (result.headers) reply.headers(result.headers)
         reply.code(result.status)
         return result.status === 204 || result.status === 304 ? reply.send() : reply.send(result.body)

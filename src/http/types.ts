@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
 import type { operations } from '../../generated/api.js'
-import type { OperationId } from '../../generated/routes.js'
+import type { ApiKeyReadId, OperationId } from '../../generated/routes.js'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import type { Repos } from '../db/repos/index.js'
@@ -12,7 +12,7 @@ import type { KeyScope } from '../db/repos/scope.js'
 import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import type { Metrics } from './metrics.js'
 
-export type { OperationId }
+export type { ApiKeyReadId, OperationId }
 type Op<K extends OperationId> = operations[K]
 
 type Defined<T> = [T] extends [never] ? Record<string, never> : [T] extends [undefined] ? Record<string, never> : NonNullable<T>
@@ -49,24 +49,6 @@ export interface Principal {
   projectId: string
 }
 
-/**
- * The reads of /v1 (all its GETs): they read by the API key itself, which authenticates them in
- * their own statement (see guard.ts). Only reads belong here: the plan is not checked for them.
- */
-export const KEY_SCOPED_READS = [
-  'listBetaPrograms',
-  'getBetaProgram',
-  'listBetaTesters',
-  'getBetaTester',
-  'listBetaFeedback',
-  'getBetaFeedback',
-  'listChangelogEntries',
-  'getChangelogEntry',
-] as const satisfies readonly OperationId[]
-export type KeyScopedRead = (typeof KEY_SCOPED_READS)[number]
-const keyScopedReads: ReadonlySet<OperationId> = new Set(KEY_SCOPED_READS)
-export const isKeyScopedRead = (id: OperationId): id is KeyScopedRead => keyScopedReads.has(id)
-
 interface RequestParts<K extends OperationId> {
   id: string
   params: PathParams<K>
@@ -77,15 +59,19 @@ interface RequestParts<K extends OperationId> {
   log: FastifyBaseLogger
 }
 
-/** Whose data the operation may touch: a key-scoped read reads by the key; other operations get the key's project. */
-type Authenticated<K extends OperationId> = K extends KeyScopedRead
-  ? { project: KeyScope }
-  : {
-      /** Set on every other operation secured by an API key; undefined on admin, ops and portal operations. */
-      principal: Principal
-    }
+export type ApiRequest<K extends OperationId> = RequestParts<K> & {
+  /**
+   * The project of the request's API key, looked up by the guard before the handler runs. Set on
+   * every operation secured by an API key; undefined on admin, ops and portal operations.
+   */
+  principal: Principal
+}
 
-export type ApiRequest<K extends OperationId> = RequestParts<K> & Authenticated<K>
+/**
+ * The request of a read that proves its own key (readByKey in guard.ts): no lookup has run, and
+ * the handler reads by the key itself.
+ */
+export type KeyScopedRequest<K extends OperationId> = RequestParts<K> & { project: KeyScope }
 
 export interface AppContext {
   config: Config
@@ -101,6 +87,8 @@ export interface AppContext {
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>
+/** The handler of a read that proves its own key, before readByKey (guard.ts) makes it a Handler. */
+export type KeyScopedHandler<K extends ApiKeyReadId> = (request: KeyScopedRequest<K>, ctx: AppContext) => Promise<Reply<K>>
 
 /** Operations a plugin serves instead of a handler of ours, with the reason. */
 export const PLUGIN_OPERATIONS = {

@@ -1,9 +1,15 @@
-// The reads of /v1 authenticate in their own statement (src/http/guard.ts): the rows they find
-// must never let a revoked key, or a project without the beta feature, through; and an answer
-// without rows (an empty page, a 404, a 400) must still come after the 401 or 403 the key earns.
+// The reads that opt into readByKey authenticate in their own statement (src/http/guard.ts): the
+// rows they find must never let a revoked key, or a project without the beta feature, through;
+// and an answer without rows (an empty page, a 404, a 400) must still come after the 401 or 403
+// the key earns. Every other operation has its key looked up first, reads included.
 import t, { type Test } from 'tap'
-import { routes } from '../../generated/routes.js'
-import { KEY_SCOPED_READS, type KeyScopedRead } from '../../src/http/types.js'
+import { routes, type OperationId } from '../../generated/routes.js'
+import { handlers } from '../../src/handlers/index.js'
+import { readByKey, readsByKey } from '../../src/http/guard.js'
+import type { Handler, HandlerMap } from '../../src/http/types.js'
+import { NoopLogger } from 'drizzle-orm'
+import { buildApp } from '../../src/app.js'
+import { defaults } from '../../src/config.js'
 import { ADMIN_TOKEN, call, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { makeRepos } from '../../src/db/repos/index.js'
@@ -11,8 +17,13 @@ import { makeRepos } from '../../src/db/repos/index.js'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 const MISSING = { program: 'bp_000000000000000000000', tester: 'bt_000000000000000000000', feedback: 'fb_000000000000000000000', entry: 'ch_000000000000000000000' }
 
+/** The operations whose handlers read by key, as the registry says. */
+const KEY_SCOPED_READS = Object.entries(handlers)
+  .filter(([, handler]) => readsByKey(handler))
+  .map(([id]) => id as OperationId)
+
 type Ids = typeof MISSING
-const url = (operation: KeyScopedRead, ids: Ids): string => {
+const url = (operation: OperationId, ids: Ids): string => {
   const path = routes.find((r) => r.operationId === operation)!.path
   return path
     .replace('{program_id}', ids.program)
@@ -20,8 +31,8 @@ const url = (operation: KeyScopedRead, ids: Ids): string => {
 }
 
 /** A project (through the operator API, so its key can be revoked) with one of everything, and a second key. */
-async function world(t: Test) {
-  const app = await testApp()
+async function world(t: Test, handlers: Partial<HandlerMap> = {}) {
+  const app = await testApp({}, Object.keys(handlers).length ? { handlers } : {})
   const created = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name: 'Reads', plan: 'pro', beta_enabled: true } })
   const projectId = created.json.data.id as string
   const issued = await call(t, app, { method: 'POST', url: `/admin/v1/projects/${projectId}/api-keys`, headers: admin })
@@ -41,9 +52,45 @@ async function world(t: Test) {
   }
 }
 
-t.test('the key-scoped reads are exactly the GETs secured by an API key', async (t) => {
-  const gets = routes.filter((r) => r.method === 'GET' && r.security === 'ApiKey').map((r) => r.operationId)
-  t.same([...KEY_SCOPED_READS].sort(), gets.sort(), 'no write is ever read by key alone: writes need the plan check')
+t.test('only GETs secured by an API key read by key', async (t) => {
+  const gets = new Set(routes.filter((r) => r.method === 'GET' && r.security === 'ApiKey').map((r) => r.operationId))
+  t.ok(KEY_SCOPED_READS.length > 0)
+  for (const operation of KEY_SCOPED_READS) t.ok(gets.has(operation), `${operation}: no write is ever read by key alone, writes need the plan check`)
+  // The compiler refuses readByKey on any other operation; a handler built around it is refused at start-up.
+  const build = async (overrides: Partial<HandlerMap>) => buildApp({ ...defaults, logLevel: 'silent' }, await testDatabase(), { handlers: overrides })
+  const write = readByKey(handlers.getChangelogEntry as never) as unknown as Handler<'createChangelogEntry'>
+  await t.rejects(build({ createChangelogEntry: write }), /createChangelogEntry \(POST, ApiKey\) cannot read by key/)
+  const portal = readByKey(handlers.getChangelogEntry as never) as unknown as Handler<'getPortalChangelogPage'>
+  await t.rejects(build({ getPortalChangelogPage: portal }), /getPortalChangelogPage \(GET, none\) cannot read by key/)
+})
+
+t.test('a read that does not opt in has its key looked up first, like a write', async (t) => {
+  // An answer computed without reading the key's rows (as a count or a summary would be): were it
+  // read by key, a revoked key would get it, 200, once its key had a budget in the window.
+  const seen: unknown[] = []
+  const at = new Date(0).toISOString()
+  const summary = { id: 'ch_000000000000000000000', title: 'Summary', body: '', labels: [], published_at: at, locale: 'en', version: '1.0.0', created_at: at, updated_at: at, status: 'published' as const }
+  const aggregate: Handler<'listChangelogEntries'> = async ({ principal, query }) => {
+    seen.push(principal)
+    return { status: 200, body: { data: [summary], pagination: { limit: query.limit ?? 20, offset: 0, has_more: false, next_cursor: null } } }
+  }
+  const overrides: Partial<HandlerMap> = { listChangelogEntries: aggregate }
+  const w = await world(t, overrides)
+  const statements: string[] = []
+  const logger = NoopLogger.prototype as { logQuery: (query: string) => void }
+  const original = logger.logQuery
+  logger.logQuery = (query) => void statements.push(query)
+  t.teardown(() => void (logger.logQuery = original))
+  for (let i = 0; i < 2; i++) {
+    statements.length = 0
+    t.equal((await call(t, w.app, { url: '/v1/changelog', key: w.key })).status, 200)
+    t.equal(statements.length, 1, 'the guard looks the key up on every request, counted or not')
+  }
+  t.same(seen.map((p) => typeof (p as { projectId?: unknown })?.projectId), ['string', 'string'], 'the handler gets the key\'s project')
+  t.equal((await w.revoke()).status, 204)
+  const res = await call(t, w.app, { url: '/v1/changelog', key: w.key })
+  t.same([res.status, res.json.code], [401, 'unauthorized'], 'a revoked key is refused before the handler runs')
+  t.equal(seen.length, 2)
 })
 
 t.test('rows found do not let a revoked key through', async (t) => {
