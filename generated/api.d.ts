@@ -92,7 +92,8 @@ export interface paths {
          *     answers `200` with the existing record unchanged, whatever its status. Concurrent
          *     enrollments of one email create exactly one tester. A `closed` program refuses with
          *     `409 program_closed`; `draft` and `active` programs accept. The service sends no email:
-         *     build the join link `<portal>/beta/join?token=<token>` and deliver it yourself.
+         *     deliver the tester's `join_url` (with `PUBLIC_BASE_URL` set; otherwise build
+         *     `<portal>/beta/join?token=<token>`) yourself.
          */
         post: operations["enrollBetaTester"];
         delete?: never;
@@ -952,7 +953,7 @@ export interface components {
             id: string;
             beta_program_id: string;
             email: string;
-            /** @description Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`. */
+            /** @description Secret join token, unique across the service; the credential of `join_url`. */
             token: string;
             /**
              * @description `invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page.
@@ -963,6 +964,16 @@ export interface components {
             end_user_id: string | null;
             invited_at: components["schemas"]["Timestamp"];
             joined_at: components["schemas"]["Timestamp"] | null;
+            /**
+             * Format: uri
+             * @description (ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:
+             *     the service sends no email. Built on the deployment's configured public address
+             *     (`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not
+             *     configured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds
+             *     the token: treat it as the credential it is.
+             * @example https://feedback.example.com/beta/join?token=Zq3vW8kR2nT5yB7xD1fH4jL6mP9sU0aC
+             */
+            join_url: string | null;
         };
         BetaTesterEnroll: {
             /**

@@ -940,7 +940,8 @@ export const routes: RouteSpec[] = [
                   "status",
                   "end_user_id",
                   "invited_at",
-                  "joined_at"
+                  "joined_at",
+                  "join_url"
                 ],
                 "properties": {
                   "id": {
@@ -961,7 +962,7 @@ export const routes: RouteSpec[] = [
                     "type": "string",
                     "maxLength": 32,
                     "pattern": "^[A-Za-z0-9_-]{32}$",
-                    "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                    "description": "Secret join token, unique across the service; the credential of `join_url`."
                   },
                   "source": {
                     "type": "string",
@@ -1009,6 +1010,15 @@ export const routes: RouteSpec[] = [
                         "type": "null"
                       }
                     ]
+                  },
+                  "join_url": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "format": "uri",
+                    "maxLength": 2048,
+                    "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                   }
                 }
               }
@@ -1116,7 +1126,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1137,7 +1148,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1185,6 +1196,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
@@ -1209,7 +1229,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1230,7 +1251,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1278,6 +1299,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
@@ -1335,7 +1365,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1356,7 +1387,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1404,6 +1435,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
@@ -1476,7 +1516,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1497,7 +1538,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1545,6 +1586,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
