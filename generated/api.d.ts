@@ -719,6 +719,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal/{project_id}/changelog/{entry_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A changelog entry's permalink page
+         * @description (ext) One published entry on a page of its own, the address the feeds' items and the
+         *     changelog page's entries link to, so that a link keeps working when the entry leaves the
+         *     first page of the list. Rendered from the HTML stored when the entry was written, like
+         *     the list; in `locale` where a translation exists (matched ignoring case), otherwise in
+         *     the entry's base locale. `<html lang>` is the locale shown. A draft, a scheduled entry
+         *     (until its `published_at` passes), a deleted entry, another project's entry, an unknown
+         *     project and an id of another shape are all the same `404` page.
+         *
+         *     With `PUBLIC_BASE_URL` set, the page's links are absolute on it and it names its
+         *     `<link rel="canonical">`: the permalink, with `?locale=` only when a translation is
+         *     shown. Caching and revalidation work as on the changelog page: a strong `ETag`,
+         *     `Cache-Control: public, max-age=60`, `304` on `If-None-Match`, computed from one indexed
+         *     query without reading the body.
+         */
+        get: operations["getPortalChangelogEntryPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal/{project_id}/changelog.atom": {
         parameters: {
             query?: never;
@@ -1004,6 +1036,13 @@ export interface components {
          *     http_requests_total{method="GET",route="/v1/beta/programs/:id",status="200"} 42
          */
         PrometheusMetrics: string;
+        /**
+         * @description A changelog entry's page (UTF-8 HTML, no script): the entry's title, date, version where
+         *     one was given, labels and its rendered body (at most 1 000 000 characters of HTML), with
+         *     a link to the changelog page.
+         * @example <!doctype html>
+         */
+        ChangelogEntryPage: string;
         /**
          * @description A server-rendered HTML page (UTF-8), every interpolated value escaped.
          * @example <!doctype html>
@@ -1347,6 +1386,25 @@ export interface components {
             };
         };
         /**
+         * @description No published entry here: an unknown project or entry, another project's entry, a draft,
+         *     a scheduled entry or a deleted one (or an id of the wrong shape), all alike: a short HTML
+         *     page that says so. A path segment longer than 200 characters is refused by the router
+         *     before any page is made, as a `not_found` problem.
+         */
+        PortalEntryNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["HtmlPage"];
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description No such project (or an id of the wrong shape): a short HTML page that says so. A path
          *     segment longer than 200 characters is refused by the router before any page is made,
          *     as a `not_found` problem.
@@ -1618,6 +1676,8 @@ export interface components {
     parameters: {
         /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
         PortalProjectId: string;
+        /** @description A changelog entry id (`ch_...`) of that project. Any other value, or an entry that is not published, is `404`. */
+        PortalEntryId: string;
         /**
          * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
          *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
@@ -3379,6 +3439,49 @@ export interface operations {
             304: components["responses"]["PublicNotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["PortalPageNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPortalChangelogEntryPage: {
+        parameters: {
+            query?: {
+                /** @description Return content in this locale where a translation exists (matched ignoring case). */
+                locale?: components["parameters"]["LocaleQuery"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
+                project_id: components["parameters"]["PortalProjectId"];
+                /** @description A changelog entry id (`ch_...`) of that project. Any other value, or an entry that is not published, is `404`. */
+                entry_id: components["parameters"]["PortalEntryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entry's page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["PublicETag"];
+                    "Cache-Control": components["headers"]["PublicCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["ChangelogEntryPage"];
+                };
+            };
+            304: components["responses"]["PublicNotModified"];
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["PortalEntryNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -4081,6 +4081,46 @@ export const routes: RouteSpec[] = [
     }
   },
   {
+    "operationId": "getPortalChangelogEntryPage",
+    "method": "GET",
+    "path": "/portal/{project_id}/changelog/{entry_id}",
+    "url": "/portal/:project_id/changelog/:entry_id",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "project_id": {
+            "type": "string"
+          },
+          "entry_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "project_id",
+          "entry_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "locale": {
+            "type": "string",
+            "maxLength": 35,
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
+            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+          }
+        }
+      },
+      "response": {}
+    }
+  },
+  {
     "operationId": "getPortalChangelogAtom",
     "method": "GET",
     "path": "/portal/{project_id}/changelog.atom",

@@ -36,6 +36,7 @@ export const handlers = {
   getPortalChangelogPage: portalChangelog.getPortalChangelogPage,
   getPortalChangelogAtom: portalChangelog.getPortalChangelogAtom,
   getPortalChangelogJsonFeed: portalChangelog.getPortalChangelogJsonFeed,
+  getPortalChangelogEntryPage: portalChangelog.getPortalChangelogEntryPage,
   adminListProjects: admin.adminListProjects,
   adminCreateProject: admin.adminCreateProject,
   adminGetProject: admin.adminGetProject,

@@ -51,12 +51,13 @@ const STYLE = `
 
 /**
  * A whole document: `title` is escaped; `head` (extra head elements) and `body` are markup built
- * with `html`; `style` replaces the portal's style sheet. Only the public changelog asks search
+ * with `html`; `style` replaces the portal's style sheet; `lang` is the language of the page's
+ * content (English, the portal's own words, unless said). Only the public changelog asks search
  * engines to index it.
  */
-export function htmlDocument(title: string, body: SafeHtml, options: { head?: SafeHtml; style?: string; indexable?: boolean } = {}): string {
+export function htmlDocument(title: string, body: SafeHtml, options: { head?: SafeHtml; style?: string; indexable?: boolean; lang?: string } = {}): string {
   return html`<!doctype html>
-<html lang="en">
+<html lang="${options.lang ?? 'en'}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
