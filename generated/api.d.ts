@@ -702,8 +702,12 @@ export interface paths {
          *     rendered without raw HTML: tags in a body are shown as text, and links other than
          *     `http:`, `https:` and `mailto:` are not made links. The page's own words are English;
          *     each entry carries `lang` for its locale. Each entry shows its date, its version only
-         *     where one was given (not the `1.0.0` an entry reads by default), and its labels. It
-         *     shows the project's name and nothing else about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
+         *     where one was given (not the `1.0.0` an entry reads by default), and its labels; its
+         *     title links to the entry's permalink page (`/portal/{project_id}/changelog/{entry_id}`,
+         *     keeping `locale`). It shows the project's name and nothing else about the project.
+         *     `<html lang>` is the language the entries share, else `locale`, else `en`. With
+         *     `PUBLIC_BASE_URL` set, links are absolute on it and the page names its canonical URL
+         *     (this page, with its parameters). Revalidate with `If-None-Match`; the page has no `Last-Modified`,
          *     since a page of a list changes when entries before it are published or deleted.
          *
          *     With `label`, only the published entries with that label, as `GET
@@ -763,8 +767,11 @@ export interface paths {
          * @description The newest 50 entries of the changelog page (the same published set, in the same
          *     order and `locale`) as an Atom 1.0 feed (RFC 4287). Each entry's content is its
          *     Markdown body rendered as on the page (`type="html"`). Ids are `urn:uuid:` URNs derived
-         *     from the project and entry ids, so they never change; links are relative to the feed's
-         *     own URL (the service does not know the public address it is served under). The feed's
+         *     from the project and entry ids, so they never change. Each entry links to its permalink
+         *     page (`/portal/{project_id}/changelog/{entry_id}`, keeping `locale`), which keeps working
+         *     when the entry leaves the list's first page. Links are absolute on `PUBLIC_BASE_URL`
+         *     when the deployment sets it, and otherwise relative to the feed's own URL (never built
+         *     on the request's `Host`). The feed's
          *     `updated` is `Last-Modified`: the latest publication or change of an entry in it (the
          *     project's creation when it has none). Revalidate with `If-None-Match` (an entry deleted
          *     or unpublished changes the `ETag`, not always `Last-Modified`); `If-Modified-Since` is
@@ -798,9 +805,10 @@ export interface paths {
          *     (https://jsonfeed.org/version/1.1). `content_html` is the rendered Markdown body;
          *     `id` is the entry's id (`ch_...`, as the API returns it; the same in every locale's
          *     feed, and never changes; the Atom feed, which needs an IRI, uses a `urn:uuid:` derived
-         *     from it); URLs are relative to the feed's own URL. Conditional requests, caching and
+         *     from it); `url` is the entry's permalink page. URLs are absolute on `PUBLIC_BASE_URL`
+         *     when set, otherwise relative to the feed's own URL. Conditional requests, caching and
          *     `Access-Control-Allow-Origin: *` work as for the Atom feed. With `label`, the entries
-         *     with that label; `home_page_url`, `feed_url` and each item's `url` keep the label.
+         *     with that label; `home_page_url` and `feed_url` keep the label.
          */
         get: operations["getPortalChangelogJsonFeed"];
         put?: never;
@@ -823,12 +831,12 @@ export interface components {
             title: string;
             /**
              * Format: uri-reference
-             * @description The changelog page, relative to the feed's URL.
+             * @description The changelog page: absolute on `PUBLIC_BASE_URL` when set, otherwise relative to the feed's URL.
              */
             home_page_url?: string;
             /**
              * Format: uri-reference
-             * @description This feed, relative to its own URL.
+             * @description This feed: absolute on `PUBLIC_BASE_URL` when set, otherwise relative to its own URL.
              */
             feed_url?: string;
             language?: components["schemas"]["Locale"];
@@ -842,7 +850,7 @@ export interface components {
             id: string;
             /**
              * Format: uri-reference
-             * @description The entry on the changelog page (its first page; older entries are on later pages).
+             * @description The entry's permalink page: absolute on `PUBLIC_BASE_URL` when set, otherwise relative to the feed's URL.
              */
             url?: string;
             title: string;
@@ -1003,7 +1011,7 @@ export interface components {
              *     (`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not
              *     configured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds
              *     the token: treat it as the credential it is.
-             * @example https://feedback.example.com/beta/join?token=Zq3vW8kR2nT5yB7xD1fH4jL6mP9sU0aC
+             * @example https://feedback.example.com/beta/join?token=Zq3vX9_kL2mN8pR4tW6yB1cD5fG7hJ0a
              */
             join_url: string | null;
         };
@@ -1326,6 +1334,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1339,6 +1348,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1352,6 +1362,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1365,6 +1376,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1761,6 +1773,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description Always `noindex` on the tester portal's pages (the join page and its answers, the
+         *     feedback form and its answers, public signup): their URLs and answers hold a tester's
+         *     token, a credential. The public changelog pages send none: they may be indexed.
+         */
+        "X-Robots-Tag": "noindex";
         /** @description A strong entity tag of this public representation, for `If-None-Match`. */
         PublicETag: string;
         /** @description The latest publication or change of an entry shown (the project's creation when none is shown). */
@@ -3179,6 +3197,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3214,6 +3233,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3251,6 +3271,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3268,6 +3289,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3306,6 +3328,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3344,6 +3367,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3357,6 +3381,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3373,6 +3398,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
