@@ -6,7 +6,7 @@
 // then the pages name their canonical address.
 import { randomUUID } from 'node:crypto'
 import { changelogPath, entryPath, withFilters, type ShownEntry } from './feeds.js'
-import { html, htmlDocument, page, SafeHtml } from './html.js'
+import { html, htmlDocument, LINK_COLOURS, page, SafeHtml } from './html.js'
 import { publicLink } from './links.js'
 
 export const DEFAULT_LIMIT = 20
@@ -37,7 +37,7 @@ export interface EntryPageSource {
 // Readable from 320 CSS pixels up (WCAG 1.4.10): long words, URLs and code in a body wrap or
 // scroll within their own box instead of widening the page.
 const STYLE = `
-  :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+  :root { color-scheme: light dark; background: Canvas; color: CanvasText; font-family: system-ui, sans-serif; line-height: 1.5; }
   body { max-width: 42rem; margin: 0 auto; padding: 1rem; overflow-wrap: anywhere; }
   h1 { font-size: 1.6rem; margin: 0.5rem 0; }
   h2 { font-size: 1.25rem; margin: 0 0 0.25rem; }
@@ -47,8 +47,7 @@ const STYLE = `
   .body img { max-width: 100%; height: auto; }
   .body pre, .body table { display: block; max-width: 100%; overflow-x: auto; }
   nav.pages { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 1rem; padding: 1rem 0; }
-  a { color: LinkText; }
-`
+${LINK_COLOURS}`
 
 /** A page link that keeps the visitor's locale, label and page size; defaults are left out of the URL. */
 function pageHref(source: ChangelogPageSource, offset: number): string {
