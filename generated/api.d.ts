@@ -92,7 +92,8 @@ export interface paths {
          *     answers `200` with the existing record unchanged, whatever its status. Concurrent
          *     enrollments of one email create exactly one tester. A `closed` program refuses with
          *     `409 program_closed`; `draft` and `active` programs accept. The service sends no email:
-         *     build the join link `<portal>/beta/join?token=<token>` and deliver it yourself.
+         *     deliver the tester's `join_url` (with `PUBLIC_BASE_URL` set; otherwise build
+         *     `<portal>/beta/join?token=<token>`) yourself.
          */
         post: operations["enrollBetaTester"];
         delete?: never;
@@ -701,8 +702,12 @@ export interface paths {
          *     rendered without raw HTML: tags in a body are shown as text, and links other than
          *     `http:`, `https:` and `mailto:` are not made links. The page's own words are English;
          *     each entry carries `lang` for its locale. Each entry shows its date, its version only
-         *     where one was given (not the `1.0.0` an entry reads by default), and its labels. It
-         *     shows the project's name and nothing else about the project. Revalidate with `If-None-Match`; the page has no `Last-Modified`,
+         *     where one was given (not the `1.0.0` an entry reads by default), and its labels; its
+         *     title links to the entry's permalink page (`/portal/{project_id}/changelog/{entry_id}`,
+         *     keeping `locale`). It shows the project's name and nothing else about the project.
+         *     `<html lang>` is the language the entries share, else `locale`, else `en`. With
+         *     `PUBLIC_BASE_URL` set, links are absolute on it and the page names its canonical URL
+         *     (this page, with its parameters). Revalidate with `If-None-Match`; the page has no `Last-Modified`,
          *     since a page of a list changes when entries before it are published or deleted.
          *
          *     With `label`, only the published entries with that label, as `GET
@@ -710,6 +715,38 @@ export interface paths {
          *     keep the label, and a label no entry has gives an empty page (`200`, not `404`).
          */
         get: operations["getPortalChangelogPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{project_id}/changelog/{entry_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A changelog entry's permalink page
+         * @description (ext) One published entry on a page of its own, the address the feeds' items and the
+         *     changelog page's entries link to, so that a link keeps working when the entry leaves the
+         *     first page of the list. Rendered from the HTML stored when the entry was written, like
+         *     the list; in `locale` where a translation exists (matched ignoring case), otherwise in
+         *     the entry's base locale. `<html lang>` is the locale shown. A draft, a scheduled entry
+         *     (until its `published_at` passes), a deleted entry, another project's entry, an unknown
+         *     project and an id of another shape are all the same `404` page.
+         *
+         *     With `PUBLIC_BASE_URL` set, the page's links are absolute on it and it names its
+         *     `<link rel="canonical">`: the permalink, with `?locale=` only when a translation is
+         *     shown. Caching and revalidation work as on the changelog page: a strong `ETag`,
+         *     `Cache-Control: public, max-age=60`, `304` on `If-None-Match`, computed from one indexed
+         *     query without reading the body.
+         */
+        get: operations["getPortalChangelogEntryPage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -730,8 +767,11 @@ export interface paths {
          * @description The newest 50 entries of the changelog page (the same published set, in the same
          *     order and `locale`) as an Atom 1.0 feed (RFC 4287). Each entry's content is its
          *     Markdown body rendered as on the page (`type="html"`). Ids are `urn:uuid:` URNs derived
-         *     from the project and entry ids, so they never change; links are relative to the feed's
-         *     own URL (the service does not know the public address it is served under). The feed's
+         *     from the project and entry ids, so they never change. Each entry links to its permalink
+         *     page (`/portal/{project_id}/changelog/{entry_id}`, keeping `locale`), which keeps working
+         *     when the entry leaves the list's first page. Links are absolute on `PUBLIC_BASE_URL`
+         *     when the deployment sets it, and otherwise relative to the feed's own URL (never built
+         *     on the request's `Host`). The feed's
          *     `updated` is `Last-Modified`: the latest publication or change of an entry in it (the
          *     project's creation when it has none). Revalidate with `If-None-Match` (an entry deleted
          *     or unpublished changes the `ETag`, not always `Last-Modified`); `If-Modified-Since` is
@@ -765,9 +805,10 @@ export interface paths {
          *     (https://jsonfeed.org/version/1.1). `content_html` is the rendered Markdown body;
          *     `id` is the entry's id (`ch_...`, as the API returns it; the same in every locale's
          *     feed, and never changes; the Atom feed, which needs an IRI, uses a `urn:uuid:` derived
-         *     from it); URLs are relative to the feed's own URL. Conditional requests, caching and
+         *     from it); `url` is the entry's permalink page. URLs are absolute on `PUBLIC_BASE_URL`
+         *     when set, otherwise relative to the feed's own URL. Conditional requests, caching and
          *     `Access-Control-Allow-Origin: *` work as for the Atom feed. With `label`, the entries
-         *     with that label; `home_page_url`, `feed_url` and each item's `url` keep the label.
+         *     with that label; `home_page_url` and `feed_url` keep the label.
          */
         get: operations["getPortalChangelogJsonFeed"];
         put?: never;
@@ -790,12 +831,12 @@ export interface components {
             title: string;
             /**
              * Format: uri-reference
-             * @description The changelog page, relative to the feed's URL.
+             * @description The changelog page: absolute on `PUBLIC_BASE_URL` when set, otherwise relative to the feed's URL.
              */
             home_page_url?: string;
             /**
              * Format: uri-reference
-             * @description This feed, relative to its own URL.
+             * @description This feed: absolute on `PUBLIC_BASE_URL` when set, otherwise relative to its own URL.
              */
             feed_url?: string;
             language?: components["schemas"]["Locale"];
@@ -809,7 +850,7 @@ export interface components {
             id: string;
             /**
              * Format: uri-reference
-             * @description The entry on the changelog page (its first page; older entries are on later pages).
+             * @description The entry's permalink page: absolute on `PUBLIC_BASE_URL` when set, otherwise relative to the feed's URL.
              */
             url?: string;
             title: string;
@@ -952,7 +993,7 @@ export interface components {
             id: string;
             beta_program_id: string;
             email: string;
-            /** @description Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`. */
+            /** @description Secret join token, unique across the service; the credential of `join_url`. */
             token: string;
             /**
              * @description `invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page.
@@ -963,6 +1004,16 @@ export interface components {
             end_user_id: string | null;
             invited_at: components["schemas"]["Timestamp"];
             joined_at: components["schemas"]["Timestamp"] | null;
+            /**
+             * Format: uri
+             * @description (ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:
+             *     the service sends no email. Built on the deployment's configured public address
+             *     (`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not
+             *     configured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds
+             *     the token: treat it as the credential it is.
+             * @example https://feedback.example.com/beta/join?token=Zq3vX9_kL2mN8pR4tW6yB1cD5fG7hJ0a
+             */
+            join_url: string | null;
         };
         BetaTesterEnroll: {
             /**
@@ -993,6 +1044,13 @@ export interface components {
          *     http_requests_total{method="GET",route="/v1/beta/programs/:id",status="200"} 42
          */
         PrometheusMetrics: string;
+        /**
+         * @description A changelog entry's page (UTF-8 HTML, no script): the entry's title, date, version where
+         *     one was given, labels and its rendered body (at most 1 000 000 characters of HTML), with
+         *     a link to the changelog page.
+         * @example <!doctype html>
+         */
+        ChangelogEntryPage: string;
         /**
          * @description A server-rendered HTML page (UTF-8), every interpolated value escaped.
          * @example <!doctype html>
@@ -1276,6 +1334,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1289,6 +1348,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1302,6 +1362,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1315,6 +1376,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -1332,6 +1394,25 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description No published entry here: an unknown project or entry, another project's entry, a draft,
+         *     a scheduled entry or a deleted one (or an id of the wrong shape), all alike: a short HTML
+         *     page that says so. A path segment longer than 200 characters is refused by the router
+         *     before any page is made, as a `not_found` problem.
+         */
+        PortalEntryNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["HtmlPage"];
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -1607,6 +1688,8 @@ export interface components {
     parameters: {
         /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
         PortalProjectId: string;
+        /** @description A changelog entry id (`ch_...`) of that project. Any other value, or an entry that is not published, is `404`. */
+        PortalEntryId: string;
         /**
          * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
          *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
@@ -1690,6 +1773,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description Always `noindex` on the tester portal's pages (the join page and its answers, the
+         *     feedback form and its answers, public signup): their URLs and answers hold a tester's
+         *     token, a credential. The public changelog pages send none: they may be indexed.
+         */
+        "X-Robots-Tag": "noindex";
         /** @description A strong entity tag of this public representation, for `If-None-Match`. */
         PublicETag: string;
         /** @description The latest publication or change of an entry shown (the project's creation when none is shown). */
@@ -3108,6 +3197,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3143,6 +3233,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3180,6 +3271,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3197,6 +3289,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3235,6 +3328,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3273,6 +3367,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3286,6 +3381,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3302,6 +3398,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3368,6 +3465,49 @@ export interface operations {
             304: components["responses"]["PublicNotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["PortalPageNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPortalChangelogEntryPage: {
+        parameters: {
+            query?: {
+                /** @description Return content in this locale where a translation exists (matched ignoring case). */
+                locale?: components["parameters"]["LocaleQuery"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
+                project_id: components["parameters"]["PortalProjectId"];
+                /** @description A changelog entry id (`ch_...`) of that project. Any other value, or an entry that is not published, is `404`. */
+                entry_id: components["parameters"]["PortalEntryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entry's page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["PublicETag"];
+                    "Cache-Control": components["headers"]["PublicCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": components["schemas"]["ChangelogEntryPage"];
+                };
+            };
+            304: components["responses"]["PublicNotModified"];
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["PortalEntryNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

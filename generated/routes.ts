@@ -946,7 +946,8 @@ export const routes: RouteSpec[] = [
                   "status",
                   "end_user_id",
                   "invited_at",
-                  "joined_at"
+                  "joined_at",
+                  "join_url"
                 ],
                 "properties": {
                   "id": {
@@ -967,7 +968,7 @@ export const routes: RouteSpec[] = [
                     "type": "string",
                     "maxLength": 32,
                     "pattern": "^[A-Za-z0-9_-]{32}$",
-                    "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                    "description": "Secret join token, unique across the service; the credential of `join_url`."
                   },
                   "source": {
                     "type": "string",
@@ -1015,6 +1016,15 @@ export const routes: RouteSpec[] = [
                         "type": "null"
                       }
                     ]
+                  },
+                  "join_url": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "format": "uri",
+                    "maxLength": 2048,
+                    "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                   }
                 }
               }
@@ -1122,7 +1132,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1143,7 +1154,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1191,6 +1202,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
@@ -1215,7 +1235,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1236,7 +1257,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1284,6 +1305,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
@@ -1341,7 +1371,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1362,7 +1393,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1410,6 +1441,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
@@ -1482,7 +1522,8 @@ export const routes: RouteSpec[] = [
                 "status",
                 "end_user_id",
                 "invited_at",
-                "joined_at"
+                "joined_at",
+                "join_url"
               ],
               "properties": {
                 "id": {
@@ -1503,7 +1544,7 @@ export const routes: RouteSpec[] = [
                   "type": "string",
                   "maxLength": 32,
                   "pattern": "^[A-Za-z0-9_-]{32}$",
-                  "description": "Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`."
+                  "description": "Secret join token, unique across the service; the credential of `join_url`."
                 },
                 "source": {
                   "type": "string",
@@ -1551,6 +1592,15 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ]
+                },
+                "join_url": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "format": "uri",
+                  "maxLength": 2048,
+                  "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
               }
             }
@@ -4030,6 +4080,46 @@ export const routes: RouteSpec[] = [
             "format": "int32",
             "minimum": 0,
             "maximum": 1000000
+          }
+        }
+      },
+      "response": {}
+    }
+  },
+  {
+    "operationId": "getPortalChangelogEntryPage",
+    "method": "GET",
+    "path": "/portal/{project_id}/changelog/{entry_id}",
+    "url": "/portal/:project_id/changelog/:entry_id",
+    "tag": "portal",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "project_id": {
+            "type": "string"
+          },
+          "entry_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "project_id",
+          "entry_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "locale": {
+            "type": "string",
+            "maxLength": 35,
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
+            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
         }
       },

@@ -28,6 +28,12 @@ export interface Config {
   readonly redisUrl: string | undefined
   /** Milliseconds a request may take to arrive in full (headers and body) before a 408. */
   readonly requestTimeoutMs: number
+  /**
+   * The origin people reach the service at (`https://feedback.example.com`, no trailing slash),
+   * for absolute links in the public pages, the feeds and testers' `join_url`; undefined keeps
+   * links relative. Never taken from a request's Host header, which the client chooses.
+   */
+  readonly publicBaseUrl: string | undefined
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -46,6 +52,7 @@ export const defaults: Config = Object.freeze({
   authFailuresPerMinute: 60,
   redisUrl: undefined,
   requestTimeoutMs: 30_000,
+  publicBaseUrl: undefined,
 })
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -56,6 +63,27 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new SetupError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}: fix or unset it.`)
   }
   return value
+}
+
+/**
+ * PUBLIC_BASE_URL as an origin: http or https, a host, an optional port, nothing else. A path is
+ * refused rather than kept: every route and form of the service is absolute from the root, so a
+ * service reached under a path prefix would break them anyway. A trailing slash is dropped.
+ */
+export function publicBaseUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined
+  const refuse = (why: string) =>
+    new SetupError(`PUBLIC_BASE_URL must be the origin people reach the service at, such as https://feedback.example.com (${why}), got ${JSON.stringify(raw)}: fix or unset it.`)
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw refuse('not an absolute URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse('http or https only')
+  if (url.username || url.password) throw refuse('no user info')
+  if (url.pathname !== '/' || url.search || url.hash || /[?#]/.test(raw)) throw refuse('no path, query or fragment')
+  return url.origin
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -85,5 +113,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', defaults.authFailuresPerMinute, 1, 1_000_000),
     redisUrl,
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', defaults.requestTimeoutMs, 1000, 3_600_000),
+    publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
   })
 }

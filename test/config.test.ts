@@ -37,3 +37,31 @@ t.test('bad values stop the start with a message naming the variable', async (t)
   }
   for (const [name, value] of Object.entries(bad)) t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`)
 })
+
+t.test('PUBLIC_BASE_URL is an http(s) origin, kept without its trailing slash', async (t) => {
+  t.equal(loadConfig({}).publicBaseUrl, undefined, 'unset: links stay relative')
+  t.equal(loadConfig({ PUBLIC_BASE_URL: '' }).publicBaseUrl, undefined, 'empty is unset')
+  const read: Record<string, string> = {
+    'https://feedback.example.com': 'https://feedback.example.com',
+    'https://feedback.example.com/': 'https://feedback.example.com',
+    'HTTPS://Feedback.Example.COM/': 'https://feedback.example.com',
+    'http://127.0.0.1:3000': 'http://127.0.0.1:3000',
+    'https://feedback.example.com:443/': 'https://feedback.example.com',
+    'https://bücher.example': 'https://xn--bcher-kva.example',
+  }
+  for (const [raw, origin] of Object.entries(read)) t.equal(loadConfig({ PUBLIC_BASE_URL: raw }).publicBaseUrl, origin, raw)
+  const refused = [
+    'feedback.example.com',
+    '/portal',
+    'ftp://feedback.example.com',
+    'javascript:alert(1)',
+    'https://user:pass@feedback.example.com',
+    'https://feedback.example.com@evil.example',
+    'https://feedback.example.com/feedback',
+    'https://feedback.example.com/?x=1',
+    'https://feedback.example.com/?',
+    'https://feedback.example.com/#top',
+    'https://',
+  ]
+  for (const raw of refused) t.throws(() => loadConfig({ PUBLIC_BASE_URL: raw }), /PUBLIC_BASE_URL must be the origin/, raw)
+})

@@ -5,10 +5,12 @@ import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
 import { programId, programPageRequest } from './beta-programs.js'
+import { joinPath, publicLink } from '../portal/links.js'
 import { page } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
-export function testerRecord(row: TesterRow): Schemas['BetaTester'] {
+/** The record; `join_url` only when the public address is configured (PUBLIC_BASE_URL). */
+export function testerRecord(row: TesterRow, publicBaseUrl: string | undefined): Schemas['BetaTester'] {
   return {
     id: row.id,
     beta_program_id: row.beta_program_id,
@@ -19,6 +21,7 @@ export function testerRecord(row: TesterRow): Schemas['BetaTester'] {
     end_user_id: row.end_user_id ?? null,
     invited_at: iso(row.invited_at),
     joined_at: isoOrNull(row.joined_at),
+    join_url: publicBaseUrl === undefined ? null : publicLink(publicBaseUrl, joinPath(row.token)),
   }
 }
 
@@ -37,7 +40,7 @@ function normaliseEmail(email: string): string {
   return normalised
 }
 
-export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, body, principal }, { repos }) => {
+export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, body, principal }, { repos, config }) => {
   const email = normaliseEmail(body.email)
   const pid = programId(params.program_id)
   const result = await repos.testers.enroll(principal.projectId, pid, email)
@@ -45,11 +48,11 @@ export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, bo
     case 'created':
       return {
         status: 201,
-        body: { data: testerRecord(result.row) },
+        body: { data: testerRecord(result.row, config.publicBaseUrl) },
         headers: { location: `/v1/beta/programs/${pid}/testers/${result.row.id}` },
       }
     case 'existing':
-      return { status: 200, body: { data: testerRecord(result.row) } }
+      return { status: 200, body: { data: testerRecord(result.row, config.publicBaseUrl) } }
     case 'program_not_found':
       throw notFound('beta program')
     case 'program_closed':
@@ -59,19 +62,19 @@ export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, bo
 
 const testerSortKey = (row: TesterRow) => ({ at: row.invited_at, id: row.id })
 
-export const listBetaTesters = readByKey<'listBetaTesters'>(async ({ params, query, project }, { repos }) => {
+export const listBetaTesters = readByKey<'listBetaTesters'>(async ({ params, query, project }, { repos, config }) => {
   const program = programId(params.program_id)
   const scope = `testers:${program}:${query.status ?? '*'}`
   const request = await programPageRequest(repos, project, program, query, scope)
   const rows = await repos.testers.list(project, program, { status: query.status, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
-  return { status: 200, body: page(rows, request, scope, testerSortKey, testerRecord) }
+  return { status: 200, body: page(rows, request, scope, testerSortKey, (row) => testerRecord(row, config.publicBaseUrl)) }
 })
 
-export const getBetaTester = readByKey<'getBetaTester'>(async ({ params, project }, { repos }) => {
+export const getBetaTester = readByKey<'getBetaTester'>(async ({ params, project }, { repos, config }) => {
   const row = await repos.testers.get(project, programId(params.program_id), testerId(params.id))
   if (!row) throw notFound('beta tester')
-  return { status: 200, body: { data: testerRecord(row) } }
+  return { status: 200, body: { data: testerRecord(row, config.publicBaseUrl) } }
 })
 
 export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, principal }, { repos }) => {
@@ -79,11 +82,11 @@ export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, pr
   return { status: 204, body: undefined }
 }
 
-export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, principal }, { repos }) => {
+export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, principal }, { repos, config }) => {
   const result = await repos.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status)
   switch (result.outcome) {
     case 'updated':
-      return { status: 200, body: { data: testerRecord(result.row) } }
+      return { status: 200, body: { data: testerRecord(result.row, config.publicBaseUrl) } }
     case 'not_found':
       throw notFound('beta tester')
     case 'invalid_transition':

@@ -18,6 +18,7 @@ import {
   unknownTokenPage,
 } from '../portal/beta-pages.js'
 import type { AppContext, Handler } from '../http/types.js'
+import { joinPath, publicLink } from '../portal/links.js'
 
 const TOKEN = /^[A-Za-z0-9_-]{32}$/
 const EMAIL = /^\s*(?=\S{3,254}\s*$)[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+\s*$/
@@ -108,5 +109,6 @@ export const submitBetaSignup: Handler<'submitBetaSignup'> = async ({ params, bo
   const result = await ctx.repos.portal.signup(program.project_id, program.id, email)
   if (result.outcome === 'not_open') return reply(404, signupNotFoundPage())
   if (result.outcome === 'existing') return reply(200, alreadySignedUpPage(program))
-  return reply(201, signedUpPage(program, `/beta/join?token=${result.tester.token}`))
+  // The tester's own link, absolute when the public address is configured (never from Host).
+  return reply(201, signedUpPage(program, publicLink(ctx.config.publicBaseUrl, joinPath(result.tester.token))))
 }

@@ -1,4 +1,5 @@
-// The public changelog: an HTML page and two feeds per project, without an API key. They read
+// The public changelog: an HTML page, a permalink page per published entry, and two feeds per
+// project, without an API key. They read
 // the published set with the same conditions as GET /v1/changelog, so "published" has one
 // meaning: published_at at or before the database's now().
 //
@@ -10,7 +11,7 @@ import { isId } from '../domain/ids.js'
 import { ApiError } from '../http/errors.js'
 import type { AppContext, Handler } from '../http/types.js'
 import { changelogETag, conditionalReply, streamed } from '../portal/changelog-cache.js'
-import { changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/changelog-page.js'
+import { changelogEntryNotFoundPage, changelogEntryPage, changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/changelog-page.js'
 import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeedText, JSON_FEED_TYPE, type FeedSource, type ShownEntry } from '../portal/feeds.js'
 import { HTML_TYPE, pageSecurityHeaders } from '../portal/html.js'
 import { plainTextHtml } from '../portal/markdown.js'
@@ -67,15 +68,45 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
   const state = await portalState(ctx, params.project_id, { locale: query.locale, label, limit, offset })
   if (!state) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } }
   return conditionalReply(headers, {
-    etag: changelogETag(HTML_TYPE, { locale: query.locale, label, limit, offset }, state),
+    etag: changelogETag(HTML_TYPE, { locale: query.locale, label, limit, offset }, state, ctx.config.publicBaseUrl),
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: async () => {
       const entries = await shownEntries(ctx, state, query.locale)
       const { project, hasMore } = state
-      return streamed(changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore }))
+      return streamed(
+        changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl }),
+      )
     },
   })
+}
+
+const entryNotFound = () => ({ status: 404 as const, body: changelogEntryNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } })
+
+/**
+ * One published entry's page. Like the list, a request costs one statement (the entry's state,
+ * by primary key) when it ends in a 304, and reads the stored HTML only for a 200. Drafts,
+ * scheduled and deleted entries, and other projects' entries, are the same 404 as unknown ids.
+ */
+export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'> = async ({ params, query, headers }, ctx) => {
+  const { project_id: projectId, entry_id: entryId } = params
+  const found = isId('prj', projectId) && isId('ch', entryId) ? await ctx.repos.changelog.portalEntryState(projectId, entryId, query.locale) : undefined
+  if (!found) return entryNotFound()
+  const state: PortalState = { project: found.project, entries: [found.entry], hasMore: false }
+  const reply = await conditionalReply(headers, {
+    etag: changelogETag(HTML_TYPE, { locale: query.locale, entry: entryId }, state, ctx.config.publicBaseUrl),
+    contentType: HTML_TYPE,
+    headers: pageSecurityHeaders({ images: true }),
+    body: async () => (await shownEntries(ctx, state, query.locale))[0],
+  })
+  if (reply.status === 304) return reply
+  // Deleted between the two statements.
+  if (!reply.body) return entryNotFound()
+  const { project } = state
+  return {
+    ...reply,
+    body: streamed(changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry: reply.body, baseUrl: ctx.config.publicBaseUrl })),
+  }
 }
 
 async function feedReply(
@@ -92,13 +123,15 @@ async function feedReply(
   if (!state) throw noFeed()
   const { project } = state
   return conditionalReply(requestHeaders, {
-    etag: changelogETag(contentType, { locale, label }, state),
+    etag: changelogETag(contentType, { locale, label }, state, ctx.config.publicBaseUrl),
     contentType,
     lastModified: feedUpdated({ entries: state.entries, projectCreatedAt: project.created_at }),
     headers: FEED_HEADERS,
     body: async () => {
       const entries = await shownEntries(ctx, state, locale)
-      return streamed(build({ projectId: project.id, projectName: project.name, locale, label, entries, projectCreatedAt: project.created_at }))
+      return streamed(
+        build({ projectId: project.id, projectName: project.name, locale, label, entries, projectCreatedAt: project.created_at, baseUrl: ctx.config.publicBaseUrl }),
+      )
     },
   })
 }

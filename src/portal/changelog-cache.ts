@@ -20,23 +20,32 @@ export const PUBLIC_CACHE_CONTROL = 'public, max-age=60'
  * same entries (their markup, a field added), since the state they are computed from is the same.
  */
 // 3: a version is shown only where one was given (migration 0006 unset the stored defaults).
-const REPRESENTATION = 3
+// 4: entries link to their permalinks; <html lang>; absolute links on PUBLIC_BASE_URL.
+const REPRESENTATION = 4
 
 /**
  * The entity tag of one page or feed: its format, the request's parameters and the state shown.
  * The label is there even though the state already depends on it: a filtered page whose entries
  * happen to be the unfiltered page's still differs from it (its links keep the label).
  */
-export function changelogETag(contentType: string, request: { locale?: string; label?: string; limit?: number; offset?: number }, state: PortalState): string {
+export function changelogETag(
+  contentType: string,
+  request: { locale?: string; label?: string; limit?: number; offset?: number; entry?: string },
+  state: PortalState,
+  /** PUBLIC_BASE_URL: the links are built on it, so a deployment that changes it changes every tag. */
+  publicBaseUrl: string | undefined,
+): string {
   return entityTag(
     JSON.stringify([
       REPRESENTATION,
       contentType,
+      publicBaseUrl ?? null,
       request.locale ?? null,
       request.limit ?? null,
       request.offset ?? null,
-      // Appended only when set, so that every unfiltered page keeps the ETag it had before labels.
       ...(request.label !== undefined ? [{ label: request.label }] : []),
+      // An entry's permalink page, which shows only that entry.
+      ...(request.entry !== undefined ? [{ entry: request.entry }] : []),
       state.project.name,
       state.project.created_at,
       state.hasMore,

@@ -2,14 +2,16 @@
 // entries the page shows, with the same HTML of their bodies, rendered when they were written.
 // Like the page, each is built in pieces, one per entry (see streamed() in changelog-cache.ts).
 //
-// The service does not know the public address it is served under (no base URL is configured,
-// and the Host header is the client's to choose, so it never goes into a cacheable public
-// document). Links are therefore relative references, resolved against the feed's own URL, and
-// ids never depend on it: a JSON Feed item's id is the entry's id (JSON Feed takes any string
-// unique in the feed and never reused), and Atom, which needs an IRI, gets a `urn:uuid:` name
-// derived from the project and entry ids. Both are stable wherever the feed is served from.
+// Each item links to its entry's permalink page, which keeps working when the entry leaves the
+// list's first page. With PUBLIC_BASE_URL set, every link is absolute on it, as feed readers
+// need; without it, links are relative references, resolved against the feed's own URL (the
+// Host header is the client's to choose, so it never goes into a cacheable public document).
+// Ids never depend on the address: a JSON Feed item's id is the entry's id (JSON Feed takes any
+// string unique in the feed and never reused), and Atom, which needs an IRI, gets a `urn:uuid:`
+// name derived from the project and entry ids. Both are stable wherever the feed is served from.
 import { createHash } from 'node:crypto'
 import type { EntryView } from '../db/repos/changelog.js'
+import { publicLink } from './links.js'
 
 /** An entry as the page and the feeds show it: the HTML of its body instead of its Markdown. */
 export type ShownEntry = Omit<EntryView, 'body' | 'status'> & { body_html: string }
@@ -27,9 +29,13 @@ export interface FeedSource {
   entries: ShownEntry[]
   /** When the project was created: the `updated` of a feed that has no entries yet. */
   projectCreatedAt: Date
+  /** PUBLIC_BASE_URL, if set: every link is absolute on it. */
+  baseUrl: string | undefined
 }
 
 export const changelogPath = (projectId: string) => `/portal/${projectId}/changelog`
+/** An entry's permalink page. */
+export const entryPath = (projectId: string, entryId: string) => `${changelogPath(projectId)}/${entryId}`
 
 /** A page or feed path with the filters a reader chose (locale, label), so that its links lead to the same selection. */
 export function withFilters(path: string, filters: { locale?: string | undefined; label?: string | undefined }): string {
@@ -76,9 +82,12 @@ export function xmlEscape(value: string): string {
 
 const feedTitle = (source: FeedSource) => `${source.projectName} changelog`
 
+/** An item's link: the entry's permalink, in the feed's locale. */
+const itemLink = (source: FeedSource, entry: ShownEntry) => publicLink(source.baseUrl, withFilters(entryPath(source.projectId, entry.id), { locale: source.locale }))
+
 export function* atomFeed(source: FeedSource): Generator<string> {
   const page = changelogPath(source.projectId)
-  const alternate = withFilters(page, source)
+  const alternate = publicLink(source.baseUrl, withFilters(page, source))
   // A label-filtered feed is a feed of its own; without a label the id is what it always was.
   const label = source.label === undefined ? '' : `&label=${source.label}`
   const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale?.toLowerCase() ?? ''}${label}`)
@@ -90,7 +99,7 @@ export function* atomFeed(source: FeedSource): Generator<string> {
     `  <updated>${feedUpdated(source).toISOString()}</updated>`,
     `  <author><name>${xmlEscape(source.projectName)}</name></author>`,
     `  <link rel="alternate" type="text/html" href="${xmlEscape(alternate)}"/>`,
-    `  <link rel="self" type="application/atom+xml" href="${xmlEscape(withFilters(`${page}.atom`, source))}"/>`,
+    `  <link rel="self" type="application/atom+xml" href="${xmlEscape(publicLink(source.baseUrl, withFilters(`${page}.atom`, source)))}"/>`,
     '',
   ].join('\n')
   for (const entry of source.entries) {
@@ -100,7 +109,7 @@ export function* atomFeed(source: FeedSource): Generator<string> {
       `    <title type="text">${xmlEscape(entry.title)}</title>`,
       ...(entry.published_at ? [`    <published>${entry.published_at.toISOString()}</published>`] : []),
       `    <updated>${entryUpdated(entry).toISOString()}</updated>`,
-      `    <link rel="alternate" type="text/html" href="${xmlEscape(`${alternate}#${entry.id}`)}"/>`,
+      `    <link rel="alternate" type="text/html" href="${xmlEscape(itemLink(source, entry))}"/>`,
       ...entry.labels.map((label) => `    <category term="${xmlEscape(label)}"/>`),
       `    <content type="html">${xmlEscape(entry.body_html)}</content>`,
       '  </entry>',
@@ -132,16 +141,15 @@ export interface JsonFeed {
 }
 
 export function jsonFeed(source: FeedSource): JsonFeed {
-  const page = withFilters(changelogPath(source.projectId), source)
   return {
     version: 'https://jsonfeed.org/version/1.1',
     title: feedTitle(source),
-    home_page_url: page,
-    feed_url: withFilters(`${changelogPath(source.projectId)}.json`, source),
+    home_page_url: publicLink(source.baseUrl, withFilters(changelogPath(source.projectId), source)),
+    feed_url: publicLink(source.baseUrl, withFilters(`${changelogPath(source.projectId)}.json`, source)),
     authors: [{ name: source.projectName }],
     items: source.entries.map((entry) => ({
       id: entry.id,
-      url: `${page}#${entry.id}`,
+      url: itemLink(source, entry),
       title: entry.title,
       content_html: entry.body_html,
       // Every entry in a feed is published; the list never returns one without a date.

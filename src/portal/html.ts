@@ -36,9 +36,24 @@ export function html(strings: TemplateStringsArray, ...values: Interpolated[]): 
   return new SafeHtml(out)
 }
 
+/**
+ * Link colours with enough contrast (WCAG 1.4.3, 4.5:1) on the light and the dark canvas alike:
+ * the browser's defaults (and LinkText) are dark blues that fail on a dark background. The
+ * style sheets also paint the root with Canvas and CanvasText explicitly, so that contrast
+ * checkers (axe-core) see the background a reader sees rather than assume white.
+ */
+export const LINK_COLOURS = `
+  a { color: #0645ad; }
+  a:visited { color: #5b3a99; }
+  @media (prefers-color-scheme: dark) {
+    a { color: #8ab4f8; }
+    a:visited { color: #c58af9; }
+  }
+`
+
 const STYLE = `
-  :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
-  body { max-width: 40rem; margin: 0 auto; padding: 1rem; }
+  :root { color-scheme: light dark; background: Canvas; color: CanvasText; font-family: system-ui, sans-serif; line-height: 1.5; }
+  body { max-width: 40rem; margin: 0 auto; padding: 1rem; overflow-wrap: anywhere; }
   h1 { font-size: 1.5rem; margin: 0.5rem 0 1rem; }
   form { margin: 1rem 0; }
   label { display: block; margin: 0.75rem 0 0.25rem; font-weight: 600; }
@@ -47,16 +62,18 @@ const STYLE = `
   button { padding: 0.6rem 1.2rem; margin: 0.25rem 0.5rem 0.25rem 0; cursor: pointer; }
   .notice { padding: 0.75rem 1rem; border-left: 4px solid currentColor; }
   .meta { opacity: 0.8; }
+${LINK_COLOURS}
 `
 
 /**
  * A whole document: `title` is escaped; `head` (extra head elements) and `body` are markup built
- * with `html`; `style` replaces the portal's style sheet. Only the public changelog asks search
+ * with `html`; `style` replaces the portal's style sheet; `lang` is the language of the page's
+ * content (English, the portal's own words, unless said). Only the public changelog asks search
  * engines to index it.
  */
-export function htmlDocument(title: string, body: SafeHtml, options: { head?: SafeHtml; style?: string; indexable?: boolean } = {}): string {
+export function htmlDocument(title: string, body: SafeHtml, options: { head?: SafeHtml; style?: string; indexable?: boolean; lang?: string } = {}): string {
   return html`<!doctype html>
-<html lang="en">
+<html lang="${options.lang ?? 'en'}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -33,6 +33,7 @@ t.test('POST …/testers enrolls a new tester: 201, Location and the documented 
     end_user_id: null,
     invited_at: tester.invited_at,
     joined_at: null,
+    join_url: null,
   })
   t.match(tester.token, /^[A-Za-z0-9_-]{32}$/)
   t.ok(Date.parse(tester.invited_at) >= before - 1000, 'invited_at is now')

@@ -4,6 +4,13 @@
 // Elements are found by role and label, as assistive technology finds them, so an unlabelled
 // form field or a button without a name fails here. Every page the browser is served, and
 // every feed fetched, is checked against openapi.yaml like any other response.
+//
+// Every page is also checked by axe-core against WCAG 2.1 A and AA, at 1280 and at 320 CSS
+// pixels wide (where nothing may scroll sideways, WCAG 1.4.10), and the forms are filled and
+// sent with the keyboard alone: Tab to each field, type, Enter.
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { createServer, type AddressInfo } from 'node:net'
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
 import type { FastifyInstance } from 'fastify'
 import { chromium, type Browser, type Locator, type Page, type Response } from 'playwright-core'
@@ -20,11 +27,27 @@ const STEP_MS = 10_000
 
 t.setTimeout(60_000)
 
-const app: FastifyInstance = await testApp()
-await app.listen({ host: '127.0.0.1', port: 0 })
-const address = app.server.address()
-if (!address || typeof address === 'string') throw new Error(`the app did not listen on a TCP port: ${String(address)}`)
-const base = `http://127.0.0.1:${address.port}`
+// axe-core's script, run in each page as it is. The pages allow no script at all (their CSP), so
+// it is evaluated through the browser driver, as a developer tool would, not added as a <script>.
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+const WCAG_21_AA = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']
+const WIDTHS = [1280, 320]
+
+/** A port free now, so that the app can be told its public address before it listens there. */
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+const port = await freePort()
+const base = `http://127.0.0.1:${port}`
+// The links the pages and feeds make are absolute on PUBLIC_BASE_URL, as in production: here
+// the server's own address, so that the browser follows them back to it.
+const app: FastifyInstance = await testApp({ publicBaseUrl: base })
+await app.listen({ host: '127.0.0.1', port })
 
 // Launched after the app: teardowns run last-in first-out, so the browser is gone before the
 // server closes and leaves it no open connection to wait for.
@@ -102,6 +125,63 @@ async function act<T>(page: Page, what: string, action: () => Promise<T>): Promi
   }
 }
 
+/**
+ * axe-core's WCAG 2.1 A and AA rules on the page as it is, at each width (and in the dark colour
+ * scheme the pages also support, for contrast), and no sideways scrolling at 320 px. Fails with
+ * each violation's rule, help and elements.
+ */
+async function accessible(t: Test, page: Page, what: string) {
+  const runs = [...WIDTHS.map((width) => ({ width, scheme: 'light' as const })), { width: WIDTHS[0]!, scheme: 'dark' as const }]
+  for (const { width, scheme } of runs) {
+    await page.setViewportSize({ width, height: 800 })
+    await page.emulateMedia({ colorScheme: scheme })
+    // In the page: the test's TypeScript has no DOM types, so the page's globals are reached through globalThis.
+    if (!(await page.evaluate(() => 'axe' in globalThis))) await page.evaluate(AXE_SOURCE)
+    const { violations, passes } = await page.evaluate(async (tags) => {
+      const { axe, document } = globalThis as Any
+      const results = await axe.run(document, { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] })
+      return {
+        passes: results.passes.length as number,
+        violations: results.violations.map(
+          (v: Any) => `${v.id} (${v.impact}): ${v.help}\n    ${v.nodes.map((n: Any) => `${n.target.join(' ')}: ${n.failureSummary?.replace(/\n/g, ' ')}`).join('\n    ')}`,
+        ) as string[],
+      }
+    }, WCAG_21_AA)
+    t.ok(passes > 0, `${what} at ${width} px, ${scheme}: axe-core ran its rules (${passes} passed)`)
+    t.same(violations, [], `${what} at ${width} px, ${scheme}: no WCAG 2.1 AA violation (axe-core)`)
+    if (width <= 320) {
+      const overflow = await page.evaluate(() => {
+        const root = (globalThis as Any).document.documentElement
+        return (root.scrollWidth - root.clientWidth) as number
+      })
+      t.ok(overflow <= 0, `${what} at ${width} px: nothing scrolls sideways (${overflow} px too wide)`)
+    }
+  }
+  await page.setViewportSize({ width: WIDTHS[0]!, height: 800 })
+  await page.emulateMedia({ colorScheme: 'light' })
+}
+
+/** Presses Tab until `target` has the focus, as a keyboard user reaches a field; fails past `most` presses. */
+async function tabTo(t: Test, page: Page, target: Locator, what: string, most = 10) {
+  for (let presses = 1; presses <= most; presses++) {
+    await page.keyboard.press('Tab')
+    if (await target.evaluate((el) => el === (globalThis as Any).document.activeElement).catch(() => false)) return t.pass(`Tab reaches ${what} (${presses} presses)`)
+  }
+  throw new Error(`${most} presses of Tab never reached ${what}\n${await pageText(page)}`)
+}
+
+/** Presses Enter on the focused control and waits for the page its form post answers with. */
+function enter(page: Page, path: string): Promise<Response> {
+  return act(page, `submitting ${path} with Enter`, async () => {
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === path),
+      page.keyboard.press('Enter'),
+    ])
+    await page.waitForLoadState('domcontentloaded')
+    return response
+  })
+}
+
 /** Clicks a form button and waits for the page its form post answers with. */
 function submit(page: Page, button: Locator, path: string): Promise<Response> {
   return act(page, `submitting with ${button}`, async () => {
@@ -150,8 +230,12 @@ t.test('a tester accepts the invitation, sees how to get the beta, sends feedbac
   await lacks(t, page, page.getByRole('link', { name: program.access_url }), 'the access URL before joining')
   await lacks(t, page, page.getByText(program.access_instructions), 'the instructions before joining')
   await shows(t, page, page.getByRole('button', { name: 'Decline' }), 'a Decline button')
+  await accessible(t, page, 'the join page')
 
-  await served(t, page, await submit(page, page.getByRole('button', { name: /accept/i }), '/beta/join'), 200, 'Accept')
+  // By keyboard alone: Tab to Accept, Enter.
+  await tabTo(t, page, page.getByRole('button', { name: /accept/i }), 'the Accept button')
+  await served(t, page, await enter(page, '/beta/join'), 200, 'Accept, by keyboard')
+  await accessible(t, page, 'the accepted answer with the feedback form')
   const access = page.getByRole('link', { name: program.access_url })
   await shows(t, page, access, 'the access URL once joined')
   t.equal(await access.getAttribute('href'), program.access_url, 'the access link leads to the access URL')
@@ -160,11 +244,19 @@ t.test('a tester accepts the invitation, sees how to get the beta, sends feedbac
 
   // What a person types, with a line break, markup-like text and non-ASCII letters, so that the
   // browser's form encoding round-trips to the API unchanged (the server stores LF line ends).
+  // Typed by keyboard alone: Tab to each field, type (Enter in the text is a line break), pick
+  // the rating by its first character, Tab to the button, Enter.
   const text = 'Export <b>freezes</b> on the iPad — every time.\nSteps: open a draft, tap Export, wait. Grüße!'
-  await act(page, 'typing the feedback', () => page.getByLabel(/your feedback/i).fill(text))
-  await act(page, 'choosing a rating', () => page.getByLabel(/rating/i).selectOption({ label: '4 of 5' }))
-  await served(t, page, await submit(page, page.getByRole('button', { name: 'Send feedback' }), '/beta/feedback'), 200, 'Send feedback')
+  await tabTo(t, page, page.getByLabel(/your feedback/i), 'the feedback field')
+  await page.keyboard.type(text)
+  const rating = page.getByLabel(/rating/i)
+  await tabTo(t, page, rating, 'the rating', 1)
+  await page.keyboard.press('4')
+  t.equal(await rating.inputValue(), '4', 'the rating chosen by keyboard')
+  await tabTo(t, page, page.getByRole('button', { name: 'Send feedback' }), 'the Send feedback button', 1)
+  await served(t, page, await enter(page, '/beta/feedback'), 200, 'Send feedback, by keyboard')
   await shows(t, page, page.getByRole('status').filter({ hasText: /thank you/i }), 'the thanks')
+  await accessible(t, page, 'the feedback answer')
   await shows(t, page, page.getByRole('link', { name: program.access_url }), 'the access URL still')
 
   const feedback = await call(t, app, { url: `/v1/beta/programs/${programId}/feedback`, key: project.key })
@@ -187,8 +279,10 @@ t.test('a second tester declines, sees no access details, and may still accept',
 
   await served(t, page, await page.goto(`${base}/beta/join?token=${bob.token}`), 200, 'the join link')
   await shows(t, page, page.getByRole('heading', { level: 1, name: program.name }), 'the program name')
-  await served(t, page, await submit(page, page.getByRole('button', { name: 'Decline' }), '/beta/join'), 200, 'Decline')
+  await tabTo(t, page, page.getByRole('button', { name: 'Decline' }), 'the Decline button')
+  await served(t, page, await enter(page, '/beta/join'), 200, 'Decline, by keyboard')
   await shows(t, page, page.getByText(/you declined/i), 'that the invitation was declined')
+  await accessible(t, page, 'the declined answer')
   await lacks(t, page, page.getByRole('link', { name: program.access_url }), 'the access URL')
   await lacks(t, page, page.getByText(program.access_instructions), 'the instructions')
   await lacks(t, page, page.getByLabel(/your feedback/i), 'the feedback form')
@@ -215,9 +309,15 @@ t.test('a visitor signs up on the public page and is joined at once', async (t) 
   await served(t, page, await page.goto(`${base}/portal/${project.id}/beta/${slug}`), 200, 'the signup page')
   await shows(t, page, page.getByRole('heading', { level: 1, name: program.name }), 'the program name')
   await lacks(t, page, page.getByRole('link', { name: program.access_url }), 'the access URL before signing up')
-  await act(page, 'typing the email', () => page.getByLabel('Email').fill('Grace@Example.com'))
-  await served(t, page, await submit(page, page.getByRole('button', { name: 'Sign up' }), `/portal/${project.id}/beta/${slug}`), 201, 'Sign up')
+  await accessible(t, page, 'the signup page')
+  // By keyboard alone: Tab to the field, type, Enter submits the form.
+  await tabTo(t, page, page.getByLabel('Email'), 'the email field')
+  await page.keyboard.type('Grace@Example.com')
+  await served(t, page, await enter(page, `/portal/${project.id}/beta/${slug}`), 201, 'Sign up, by keyboard')
   await shows(t, page, page.getByRole('link', { name: program.access_url }), 'the access URL once signed up')
+  const personal = page.getByRole('link', { name: /\/beta\/join\?token=/ })
+  t.match(await personal.getAttribute('href'), new RegExp(`^${base}/beta/join\\?token=`), 'the personal join link, absolute on PUBLIC_BASE_URL')
+  await accessible(t, page, 'the signup answer')
 
   const res = await call(t, app, { url: `/v1/beta/programs/${programId}/testers`, key: project.key })
   const grace = res.json.data.find((x: Any) => x.email === 'grace@example.com')
@@ -243,6 +343,17 @@ t.test('the public changelog shows the published entry, not the draft; the feeds
   await shows(t, page, article.getByText('your theme'), 'its Markdown body')
   t.equal(await article.locator('strong').first().textContent(), 'your theme', 'Markdown rendered as markup, not shown as asterisks')
   await lacks(t, page, page.getByText(draft.title), 'the draft')
+  await accessible(t, page, 'the changelog list')
+  t.equal(await page.locator('link[rel=canonical]').getAttribute('href'), pageUrl, 'the list names its canonical URL')
+
+  // The entry's title leads to its permalink page.
+  const [permalinkResponse] = await Promise.all([page.waitForEvent('response', (r) => r.request().isNavigationRequest()), article.getByRole('link', { name: published.title }).click()])
+  await served(t, page, permalinkResponse, 200, 'the entry’s permalink')
+  t.equal(page.url(), `${pageUrl}/${published.id}`, 'at /portal/<project>/changelog/<entry>')
+  await shows(t, page, page.getByRole('heading', { level: 1, name: published.title }), 'the entry as the page’s heading')
+  await shows(t, page, page.locator('strong').filter({ hasText: 'your theme' }), 'its Markdown body')
+  t.equal(await page.locator('link[rel=canonical]').getAttribute('href'), `${pageUrl}/${published.id}`, 'the permalink names itself canonical')
+  await accessible(t, page, 'a permalink')
 
   // The feeds, fetched as a feed reader does; each entry's link leads to the entry on the page.
   const fetched = async (path: string, type: string) => {
@@ -287,12 +398,13 @@ t.test('the public changelog shows the published entry, not the draft; the feeds
   }
   t.equal(json.items?.[0]?.title, published.title, 'item title')
 
-  // A reader follows the Atom entry's link (relative to the feed's address) to the page.
+  // A reader follows the Atom entry's link, absolute on PUBLIC_BASE_URL, to the entry's permalink.
+  t.equal(entryLink, `${pageUrl}/${published.id}`, 'the Atom entry links to the absolute permalink')
+  t.equal(json.items?.[0]?.url, `${pageUrl}/${published.id}`, 'so does the JSON Feed item')
   if (typeof entryLink === 'string') {
-    const target = new URL(entryLink, `${base}/portal/${project.id}/changelog.atom`)
     const reader = await newPage(t)
-    await served(t, reader, await reader.goto(target.href), 200, 'the Atom entry link')
-    await shows(t, reader, reader.locator(`[id="${target.hash.slice(1)}"]`).getByRole('heading', { name: published.title }), 'the entry the link names')
+    await served(t, reader, await reader.goto(entryLink), 200, 'the Atom entry link')
+    await shows(t, reader, reader.getByRole('heading', { level: 1, name: published.title }), 'the entry the link names')
     noConsoleErrors(t, reader)
   }
   noConsoleErrors(t, page)

@@ -11,15 +11,19 @@ import { explainPlan, indexScans, sortsBeyondAPage, testDatabase } from '../help
 type T = Parameters<typeof call>[0]
 
 /** How often the portal built a body and read entries' HTML, through spies on the modules that do. */
-const built = { page: 0, atom: 0, json: 0, bodies: 0 }
-const builds = () => built.page + built.atom + built.json + built.bodies
+const built = { page: 0, entryPage: 0, atom: 0, json: 0, bodies: 0 }
+const builds = () => built.page + built.entryPage + built.atom + built.json + built.bodies
 
 async function spiedApp(t: T): Promise<FastifyInstance> {
   const page = await import('../../src/portal/changelog-page.js')
   const feeds = await import('../../src/portal/feeds.js')
   const repos = await import('../../src/db/repos/index.js')
   const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', {
-    '../../src/portal/changelog-page.js': { ...page, changelogPage: (...a: Parameters<typeof page.changelogPage>) => (built.page++, page.changelogPage(...a)) },
+    '../../src/portal/changelog-page.js': {
+      ...page,
+      changelogPage: (...a: Parameters<typeof page.changelogPage>) => (built.page++, page.changelogPage(...a)),
+      changelogEntryPage: (...a: Parameters<typeof page.changelogEntryPage>) => (built.entryPage++, page.changelogEntryPage(...a)),
+    },
     '../../src/portal/feeds.js': {
       ...feeds,
       atomFeed: (...a: Parameters<typeof feeds.atomFeed>) => (built.atom++, feeds.atomFeed(...a)),
@@ -187,5 +191,80 @@ t.test('the state of a page is one statement on the project key and the list ind
         t.notMatch(plan, /Seq Scan/)
       }
     }
+  }
+})
+
+t.test("an entry's permalink revalidates like the list: a 304 reads no body, and the ETag follows what the page shows", async (t) => {
+  const app = await spiedApp(t)
+  const { id: projectId, key } = await createProject({ name: 'Before' })
+  const write = async (method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: object) => {
+    const res = await call(t, app, { method, url, key, body })
+    t.ok(res.status < 300, `${method} ${url} → ${res.status}`)
+    return res.json?.data as { id: string }
+  }
+  const entry = await write('POST', '/v1/changelog', { title: 'First', body: 'One', status: 'published', published_at: '2025-03-01T00:00:00Z' })
+  const base = `/portal/${projectId}/changelog/${entry.id}`
+  const urls = [base, `${base}?locale=fr`]
+  const etags = new Map<string, string>()
+  /** Each URL after an event: changed (a 200 with a new ETag) or not (a 304 that built and read nothing). */
+  const check = async (event: string, changes: (url: string) => boolean) => {
+    for (const url of urls) {
+      const before = etags.get(url)
+      if (before !== undefined) {
+        const buildsBefore = builds()
+        const revalidated = await call(t, app, { url, headers: { 'if-none-match': before } })
+        if (changes(url)) {
+          t.equal(revalidated.status, 200, `${event}: ${url} changed`)
+          t.not(revalidated.headers.etag, before, `${event}: ${url} has a new ETag`)
+        } else {
+          t.equal(revalidated.status, 304, `${event}: ${url} did not change`)
+          t.equal(builds(), buildsBefore, `${event}: the 304 of ${url} built nothing and read no body`)
+          t.equal(revalidated.headers['cache-control'], 'public, max-age=60', `${event}: the 304 keeps the caching`)
+        }
+      }
+      const res = await call(t, app, { url })
+      t.equal(res.status, 200)
+      t.equal(res.headers['cache-control'], 'public, max-age=60')
+      etags.set(url, String(res.headers.etag))
+    }
+  }
+  const all = () => true
+  const fr = (url: string) => url.includes('locale=fr')
+
+  await check('first load', all)
+  t.not(etags.get(urls[0]!), etags.get(urls[1]!), 'each locale asked for has its own ETag')
+  t.not(etags.get(base), String((await call(t, app, { url: `/portal/${projectId}/changelog` })).headers.etag), 'the permalink is not the list')
+  await write('POST', '/v1/changelog', { title: 'Another', status: 'published' })
+  await check('another entry published', () => false)
+  await write('PATCH', `/v1/changelog/${entry.id}`, { body: 'One, *edited*' })
+  await check('the entry edited', all)
+  await write('PATCH', `/v1/changelog/${entry.id}`, { locale: 'fr', title: 'Premier', body: 'Un' })
+  await check('a translation written', all)
+  t.match((await call(t, app, { url: urls[1]! })).raw, /<h1>Premier<\/h1>/, 'the translation shown')
+  t.equal((await call(t, app, { method: 'DELETE', url: `/v1/changelog/${entry.id}?locale=fr`, key })).status, 204)
+  await check('a translation deleted', fr)
+  const renamed = await call(t, app, { method: 'PATCH', url: `/admin/v1/projects/${projectId}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: { name: 'After' } })
+  t.equal(renamed.status, 200)
+  await check('the project renamed', all)
+
+  // Gone from the public, the page is a 404 even to a client holding its old ETag.
+  await write('PATCH', `/v1/changelog/${entry.id}`, { status: 'draft' })
+  for (const url of urls) t.equal((await call(t, app, { url, headers: { 'if-none-match': etags.get(url)! } })).status, 404, `unpublished: ${url} is 404`)
+  await write('PATCH', `/v1/changelog/${entry.id}`, { status: 'published' })
+  await check('published again', all)
+  await write('DELETE', `/v1/changelog/${entry.id}`)
+  for (const url of urls) t.equal((await call(t, app, { url, headers: { 'if-none-match': etags.get(url)! } })).status, 404, `deleted: ${url} is 404`)
+})
+
+t.test("a permalink's state is one statement on primary keys", async (t) => {
+  const { id } = await createProject()
+  const repos = makeRepos((await testDatabase()).db)
+  for (const locale of [undefined, 'fr']) {
+    const plan = await explainPlan(repos.changelog.portalEntryStateQuery(id, 'ch_AAAAAAAAAAAAAAAAAAAAA', locale))
+    // The primary key, or an index on (project_id, ..., id) whose condition holds both: one row either way.
+    t.match(plan, /Index Scan using changelog_entries_\w+ on changelog_entries[^\n]*\n\s*Index Cond: \([^\n]*\bid = 'ch_AAAAAAAAAAAAAAAAAAAAA'/, `the entry by its id, in an index (locale ${locale})`)
+    t.match(plan, /Index Scan using projects_pkey/, 'the project by its key')
+    if (locale) t.match(plan, /Index Scan using changelog_translations_entry_id_locale_key_pk/, 'the translation by its key')
+    t.notMatch(plan, /Seq Scan/)
   }
 })

@@ -103,14 +103,14 @@ t.test('?locale= shows translations where they exist and the base locale elsewhe
   for (const locale of ['pt-BR', 'PT-br']) {
     const res = await load(t, `/portal/${id}/changelog?locale=${locale}`)
     t.equal(res.status, 200)
-    t.match(res.raw, new RegExp(`<article id="${translated.id}" lang="pt-BR">\\s*<h2>Modo escuro</h2>`), `${locale}: the translation, marked with its language`)
+    t.match(res.raw, new RegExp(`<article id="${translated.id}" lang="pt-BR">\\s*<h2><a href="[^"]*">Modo escuro</a></h2>`), `${locale}: the translation, marked with its language`)
     t.match(res.raw, /Segue o <em>sistema<\/em>\./)
-    t.match(res.raw, new RegExp(`<article id="${untranslated.id}" lang="en">\\s*<h2>Offline</h2>`), `${locale}: no translation, the base locale`)
+    t.match(res.raw, new RegExp(`<article id="${untranslated.id}" lang="en">\\s*<h2><a href="[^"]*">Offline</a></h2>`), `${locale}: no translation, the base locale`)
     t.match(res.raw, /1 de fevereiro de 2025/, 'dates in the entry language')
     t.match(res.raw, new RegExp(`href="/portal/${id}/changelog\\.atom\\?locale=${locale}"`), 'the feed links keep the locale')
   }
   const base = await load(t, `/portal/${id}/changelog`)
-  t.match(base.raw, /<h2>Dark mode<\/h2>/, 'without a locale, the base locale')
+  t.match(base.raw, /<h2><a href="[^"]*">Dark mode<\/a><\/h2>/, 'without a locale, the base locale')
 })
 
 t.test('limit and offset page through the entries with next and previous links that keep the locale', async (t) => {
@@ -181,7 +181,7 @@ t.test('Markdown is rendered safely: no raw HTML, no script, no javascript: link
   t.notMatch(page, /<[^>]*\son\w+\s*=/i, 'no event handler attribute in any tag')
   const hrefs = [...page.matchAll(/\s(?:href|src)="([^"]*)"/g)].map((m) => m[1]!)
   t.same(hrefs.filter((h) => !/^(https?:|mailto:|\/)/.test(h)), [], 'every link is http(s), mailto or this site')
-  t.match(page, /<h2>&lt;script&gt;alert\(&quot;title&quot;\)&lt;\/script&gt; &amp; &lt;b&gt;bold&lt;\/b&gt;<\/h2>/, 'the title is text')
+  t.match(page, /<h2><a href="[^"]*">&lt;script&gt;alert\(&quot;title&quot;\)&lt;\/script&gt; &amp; &lt;b&gt;bold&lt;\/b&gt;<\/a><\/h2>/, 'the title is text')
   t.match(page, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/, 'tags in a body are shown as text')
   t.match(page, /<a href="https:\/\/ok.example\/a\?b=1&amp;c=2" title="a &quot;title&quot;">safe<\/a>/, 'an http link survives, escaped')
   t.match(page, /<a href="https:\/\/ok.example\/auto">/, 'an autolink survives')

@@ -73,6 +73,12 @@ export interface PortalState {
   hasMore: boolean
 }
 
+/** What an entry's permalink page shows that can change, read without its body (see portalEntryState). */
+export interface PortalEntryPageState {
+  project: { id: string; name: string; created_at: Date }
+  entry: PortalEntryState
+}
+
 export interface PortalEntryState {
   id: string
   published_at: Date
@@ -243,6 +249,28 @@ export function changelogRepo(db: Database) {
       .orderBy(...orderOf('published'))
   }
 
+  /**
+   * The permalink's counterpart of portalStateQuery: one published entry of the project, by
+   * primary key, with the project's name and what changes the page, without the body. No row: no
+   * such project, no such entry in it, or an entry not (or no longer, or not yet) published.
+   */
+  function portalEntryStateQuery(input: { projectId: Input<string>; id: Input<string>; localeKey?: Input<string> }) {
+    return db
+      .select({
+        name: projects.name,
+        project_created_at: projects.created_at,
+        id: e.id,
+        published_at: e.published_at,
+        updated_at: e.updated_at,
+        translation_updated_at: t.updated_at,
+        html_bytes: sql<number | null>`octet_length(${shownHtml})`.mapWith(Number),
+      })
+      .from(e)
+      .innerJoin(projects, eq(projects.id, e.project_id))
+      .leftJoin(t, translationOf(input.localeKey))
+      .where(and(scoped(input.projectId, input.id), lte(e.published_at, sql`now()`)))
+  }
+
   /** What the page and feeds show of these entries of the project: the view with the stored HTML instead of the Markdown. */
   const portalEntriesQuery = (projectId: Input<string>, ids: Input<string>, key: Input<string> | undefined) =>
     db
@@ -298,6 +326,9 @@ export function changelogRepo(db: Database) {
       offset: p('offset'),
     }).prepare(name),
   )
+  const preparedPortalEntryState = preparedOnce('changelog_portal_entry_state', (shape: { locale: 'base' | 'locale' }, name) =>
+    portalEntryStateQuery({ projectId: p('projectId'), id: p('id'), localeKey: shape.locale === 'locale' ? p('localeKey') : undefined }).prepare(name),
+  )
   const preparedPortalEntries = preparedOnce('changelog_portal_entries', (shape: { locale: 'base' | 'locale' }, name) =>
     portalEntriesQuery(p('projectId'), p('ids'), shape.locale === 'locale' ? p('localeKey') : undefined).prepare(name),
   )
@@ -332,6 +363,22 @@ export function changelogRepo(db: Database) {
       )
       const { name, project_created_at } = rows[0]!
       return { project: { id: projectId, name, created_at: project_created_at }, entries: entries.slice(0, options.limit), hasMore: entries.length > options.limit }
+    },
+
+    /** The permalink's state query with values, for EXPLAIN. */
+    portalEntryStateQuery: (projectId: string, id: string, locale?: string) =>
+      portalEntryStateQuery({ projectId, id, localeKey: locale === undefined ? undefined : localeKey(locale) }),
+
+    /** The state of one published entry's permalink page; undefined when the project has no such published entry. */
+    async portalEntryState(projectId: string, id: string, locale?: string): Promise<PortalEntryPageState | undefined> {
+      const key = locale === undefined ? undefined : localeKey(locale)
+      const [row] = await preparedPortalEntryState({ locale: key === undefined ? 'base' : 'locale' }).execute({ projectId, id, localeKey: key })
+      if (!row) return undefined
+      const { name, project_created_at, published_at, updated_at, translation_updated_at, html_bytes } = row
+      return {
+        project: { id: projectId, name, created_at: project_created_at },
+        entry: { id, published_at: published_at!, updated_at, translation_updated_at, html_bytes },
+      }
     },
 
     /** These entries of the project as the portal shows them, in the order of `ids`. */
