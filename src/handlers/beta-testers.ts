@@ -1,4 +1,5 @@
 import type { TesterRow } from '../db/repos/testers.js'
+import { EMAIL_MAX_LENGTH, normaliseEmail } from '../domain/email.js'
 import { isId } from '../domain/ids.js'
 import { refusedApiTransitionMessage } from '../domain/tester-status.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
@@ -26,18 +27,10 @@ const testerId = (id: string) => {
   return id
 }
 
-const MAX_EMAIL_LENGTH = 254
-
-/** Trimmed and lowercased: the form enrollment is idempotent on. */
-function normaliseEmail(email: string): string {
-  const normalised = email.trim().toLowerCase()
-  // Lowercasing can lengthen a string ('İ' becomes 'i' and a combining dot), past what the schema checked.
-  if ([...normalised].length > MAX_EMAIL_LENGTH) throw invalidField('body', '/email', `must be at most ${MAX_EMAIL_LENGTH} characters once trimmed and lowercased`)
-  return normalised
-}
-
 export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, body, principal }, { repos }) => {
   const email = normaliseEmail(body.email)
+  // The schema has checked the pattern: only lowercasing can have made the address too long.
+  if (email === undefined) throw invalidField('body', '/email', `must be at most ${EMAIL_MAX_LENGTH} characters once trimmed and lowercased`)
   const pid = programId(params.program_id)
   const result = await repos.testers.enroll(principal.projectId, pid, email)
   switch (result.outcome) {
