@@ -1625,10 +1625,11 @@ export interface components {
         /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
         IfNoneMatch: string;
         /**
-         * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-         *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-         *     check runs just before the write: it stops lost updates between a read and a write, but
-         *     two writers sending the same tag at the same instant may both pass.
+         * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+         *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+         *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+         *     checked in the same statement as the write: of several writes sending one tag, exactly
+         *     one succeeds and every other is `412` (or `404` once the resource is gone).
          */
         IfMatch: string;
         /** @description Page size, 1 to 100. */
@@ -1886,10 +1887,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -1927,10 +1929,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2155,10 +2158,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2198,10 +2202,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2527,10 +2532,11 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2568,10 +2574,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };

@@ -2,6 +2,7 @@ import type { TesterRow } from '../db/repos/testers.js'
 import { EMAIL_MAX_LENGTH, normaliseEmail } from '../domain/email.js'
 import { isId } from '../domain/ids.js'
 import { refusedApiTransitionMessage } from '../domain/tester-status.js'
+import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
 import { programId, programPageRequest } from './beta-programs.js'
@@ -63,21 +64,26 @@ export const listBetaTesters: Handler<'listBetaTesters'> = async ({ params, quer
 export const getBetaTester: Handler<'getBetaTester'> = async ({ params, project }, { repos }) => {
   const row = await repos.testers.get(project, programId(params.program_id), testerId(params.id))
   if (!row) throw notFound('beta tester')
-  return { status: 200, body: { data: testerRecord(row) } }
+  return { status: 200, body: { data: testerRecord(row) }, headers: { etag: row.etag } }
 }
 
-export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, principal }, { repos }) => {
-  if (!(await repos.testers.delete(principal.projectId, programId(params.program_id), testerId(params.id)))) throw notFound('beta tester')
+export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, headers, principal }, { repos }) => {
+  const result = await repos.testers.delete(principal.projectId, programId(params.program_id), testerId(params.id), ifMatch(headers['if-match']))
+  if (result === 'not_found') throw notFound('beta tester')
+  if (result === 'precondition_failed') throw preconditionFailed()
   return { status: 204, body: undefined }
 }
 
-export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, principal }, { repos }) => {
-  const result = await repos.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status)
+export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, headers, principal }, { repos }) => {
+  const precondition = ifMatch(headers['if-match'])
+  const result = await repos.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status, precondition)
   switch (result.outcome) {
     case 'updated':
-      return { status: 200, body: { data: testerRecord(result.row) } }
+      return { status: 200, body: { data: testerRecord(result.row) }, headers: { etag: result.row.etag } }
     case 'not_found':
       throw notFound('beta tester')
+    case 'precondition_failed':
+      throw preconditionFailed()
     case 'invalid_transition':
       throw new ApiError('invalid_transition', refusedApiTransitionMessage(result.from, body.status!))
   }
