@@ -5,23 +5,24 @@ import { ID_PREFIXES, idPattern, isAnyId, isId, newId } from '../../src/domain/i
 import { decodeCursor, encodeCursor } from '../../src/domain/cursor.js'
 import { spec } from '../helpers/spec-check.js'
 
-/** Every `pattern` in the spec, with where it is. */
-function patterns(node: unknown, path = ''): { path: string; pattern: string }[] {
+/** Every schema with a `pattern` in the spec, with where it is. */
+function patterns(node: unknown, path = ''): { path: string; pattern: string; maxLength?: number }[] {
   if (Array.isArray(node)) return node.flatMap((item, i) => patterns(item, `${path}/${i}`))
   if (!node || typeof node !== 'object') return []
-  return Object.entries(node).flatMap(([key, value]) =>
-    key === 'pattern' && typeof value === 'string' ? [{ path, pattern: value }] : patterns(value, `${path}/${key}`),
-  )
+  const schema = node as { pattern?: unknown; maxLength?: number }
+  const here = typeof schema.pattern === 'string' ? [{ path, pattern: schema.pattern, maxLength: schema.maxLength }] : []
+  return [...here, ...Object.entries(node).flatMap(([key, value]) => patterns(value, `${path}/${key}`))]
 }
 
 t.test("every id pattern of openapi.yaml is the one definition's", async (t) => {
   // An id pattern starts with a kind's prefix and an underscore; fbk_ is the API key, a secret, not an id.
   const idPatterns = patterns(spec).filter(({ pattern }) => /^\^[a-z]+_/.test(pattern) && !pattern.startsWith('^fbk_'))
   const seen = new Set<string>()
-  for (const { path, pattern } of idPatterns) {
+  for (const { path, pattern, maxLength } of idPatterns) {
     const prefix = /^\^([a-z]+)_/.exec(pattern)![1]!
     t.ok((ID_PREFIXES as readonly string[]).includes(prefix), `${path}: ${prefix}_ is a kind of id`)
     t.equal(pattern, idPattern(prefix as (typeof ID_PREFIXES)[number]), path)
+    t.equal(maxLength, newId(prefix as (typeof ID_PREFIXES)[number]).length, `${path}: maxLength is an id's length`)
     seen.add(prefix)
   }
   t.same([...seen].sort(), [...ID_PREFIXES].sort(), 'the spec writes out the pattern of every kind')
