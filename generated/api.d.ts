@@ -1708,10 +1708,11 @@ export interface components {
         /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
         IfNoneMatch: string;
         /**
-         * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-         *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-         *     check runs just before the write: it stops lost updates between a read and a write, but
-         *     two writers sending the same tag at the same instant may both pass.
+         * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+         *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+         *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+         *     checked in the same statement as the write: of several writes sending one tag, exactly
+         *     one succeeds and every other is `412` (or `404` once the resource is gone).
          */
         IfMatch: string;
         /** @description Page size, 1 to 100. */
@@ -1975,10 +1976,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2016,10 +2018,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2244,10 +2247,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2287,10 +2291,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2616,10 +2621,11 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
@@ -2657,10 +2663,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale;
-                 *     `412 precondition_failed` and nothing changed when the resource has changed since. The
-                 *     check runs just before the write: it stops lost updates between a read and a write, but
-                 *     two writers sending the same tag at the same instant may both pass.
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
             };

@@ -111,7 +111,6 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   const ctx: AppContext = {
     config,
-    db: database.db,
     repos: makeRepos(database.db),
     markdown:
       options.markdown ??

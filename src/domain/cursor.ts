@@ -7,6 +7,8 @@
 // came before the next page, so that `pagination.offset` stays exact. A forged cursor can only
 // move within the caller's own list, which every query is scoped to anyway.
 
+import { isAnyId } from './ids.js'
+
 /** Where the next page starts: after the row (at, id) in the list's order, `offset` rows in. */
 export interface Position {
   at: Date
@@ -22,7 +24,6 @@ export const MAX_OFFSET = 2_147_483_647
 // rule, or by hand, may not be). `Date.UTC` maps years 0..99 to 1900..1999: hence the strings.
 const MIN_TIME = Date.parse('0000-01-01T00:00:00.000Z')
 const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z')
-const ID = /^[a-z]{2,3}_[0-9A-Za-z]{21}$/
 
 export function encodeCursor(scope: string, position: Position): string {
   return Buffer.from(JSON.stringify([VERSION, scope, position.at.getTime(), position.id, position.offset])).toString('base64url')
@@ -40,7 +41,7 @@ export function decodeCursor(scope: string, cursor: string): Position | undefine
   const [version, ofScope, at, id, offset] = value as unknown[]
   if (version !== VERSION || ofScope !== scope) return undefined
   if (!Number.isInteger(at) || (at as number) < MIN_TIME || (at as number) > MAX_TIME) return undefined
-  if (typeof id !== 'string' || !ID.test(id)) return undefined
+  if (typeof id !== 'string' || !isAnyId(id)) return undefined
   if (!Number.isInteger(offset) || (offset as number) < 0 || (offset as number) > MAX_OFFSET) return undefined
   const position = { at: new Date(at as number), id, offset: offset as number }
   // Node's base64 decoder skips characters it does not know: only the exact text we issue counts.

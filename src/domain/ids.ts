@@ -1,14 +1,26 @@
 // Identifiers: `<prefix>_` and 21 characters of [0-9A-Za-z] (about 125 bits of randomness).
+// The one definition of their shape: openapi.yaml writes each kind's pattern out, and
+// test/domain/ids.test.ts holds every one of them to idPattern().
 import { customAlphabet } from 'nanoid'
 
-export type IdPrefix = 'prj' | 'key' | 'bp' | 'bt' | 'fb' | 'ch' | 'eu'
+export const ID_PREFIXES = ['prj', 'key', 'bp', 'bt', 'fb', 'ch', 'eu'] as const
+export type IdPrefix = (typeof ID_PREFIXES)[number]
 
-const randomPart = customAlphabet('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 21)
-const SHAPE = /^([a-z]+)_[0-9A-Za-z]{21}$/
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+const RANDOM_LENGTH = 21
+const RANDOM_PART = `[0-9A-Za-z]{${RANDOM_LENGTH}}`
+const randomPart = customAlphabet(ALPHABET, RANDOM_LENGTH)
+const SHAPE = new RegExp(`^(${ID_PREFIXES.join('|')})_${RANDOM_PART}$`)
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${randomPart()}`
+
+/** The `pattern` openapi.yaml gives an id of that kind. */
+export const idPattern = (prefix: IdPrefix): string => `^${prefix}_${RANDOM_PART}$`
 
 /** Whether `value` is an id of that kind. Anything else is a 404 without asking the database. */
 export function isId(prefix: IdPrefix, value: string): boolean {
   return SHAPE.exec(value)?.[1] === prefix
 }
+
+/** Whether `value` is an id of any kind. */
+export const isAnyId = (value: string): boolean => SHAPE.test(value)

@@ -4,6 +4,7 @@ import type { ProjectScope } from '../db/repos/scope.js'
 import { isId } from '../domain/ids.js'
 import { refusedTransitionMessage } from '../domain/program-status.js'
 import { slugify } from '../domain/slug.js'
+import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
@@ -73,7 +74,7 @@ export const createBetaProgram: Handler<'createBetaProgram'> = async ({ body, pr
 export const getBetaProgram = readByKey<'getBetaProgram'>(async ({ params, project }, { repos }) => {
   const row = await repos.programs.get(project, programId(params.id))
   if (!row) throw notFound('beta program')
-  return { status: 200, body: { data: programRecord(row) } }
+  return { status: 200, body: { data: programRecord(row) }, headers: { etag: row.etag } }
 })
 
 export const listBetaPrograms = readByKey<'listBetaPrograms'>(async ({ query, project }, { repos }) => {
@@ -84,7 +85,7 @@ export const listBetaPrograms = readByKey<'listBetaPrograms'>(async ({ query, pr
   return { status: 200, body: page(rows, request, scope, programSortKey, programRecord) }
 })
 
-export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, body, principal }, { repos }) => {
+export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, body, headers, principal }, { repos }) => {
   const patch: ProgramPatch = {
     ...(body.name !== undefined ? { name: body.name.trim() } : {}),
     ...(body.version !== undefined ? { version: body.version } : {}),
@@ -95,18 +96,22 @@ export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, 
     ...(body.allow_public_signup !== undefined ? { allow_public_signup: body.allow_public_signup } : {}),
     ...(body.feedback_deadline !== undefined ? { feedback_deadline: deadline(body.feedback_deadline) } : {}),
   }
-  const result = await repos.programs.update(principal.projectId, programId(params.id), patch)
+  const result = await repos.programs.update(principal.projectId, programId(params.id), patch, ifMatch(headers['if-match']))
   switch (result.outcome) {
     case 'updated':
-      return { status: 200, body: { data: programRecord(result.row) } }
+      return { status: 200, body: { data: programRecord(result.row) }, headers: { etag: result.row.etag } }
     case 'not_found':
       throw notFound('beta program')
+    case 'precondition_failed':
+      throw preconditionFailed()
     case 'invalid_transition':
       throw new ApiError('invalid_transition', refusedTransitionMessage(result.from, patch.status!))
   }
 }
 
-export const deleteBetaProgram: Handler<'deleteBetaProgram'> = async ({ params, principal }, { repos }) => {
-  if (!(await repos.programs.delete(principal.projectId, programId(params.id)))) throw notFound('beta program')
+export const deleteBetaProgram: Handler<'deleteBetaProgram'> = async ({ params, headers, principal }, { repos }) => {
+  const result = await repos.programs.delete(principal.projectId, programId(params.id), ifMatch(headers['if-match']))
+  if (result === 'not_found') throw notFound('beta program')
+  if (result === 'precondition_failed') throw preconditionFailed()
   return { status: 204, body: undefined }
 }

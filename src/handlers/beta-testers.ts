@@ -1,6 +1,8 @@
 import type { TesterRow } from '../db/repos/testers.js'
+import { EMAIL_MAX_LENGTH, normaliseEmail } from '../domain/email.js'
 import { isId } from '../domain/ids.js'
 import { refusedApiTransitionMessage } from '../domain/tester-status.js'
+import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
@@ -30,18 +32,10 @@ const testerId = (id: string) => {
   return id
 }
 
-const MAX_EMAIL_LENGTH = 254
-
-/** Trimmed and lowercased: the form enrollment is idempotent on. */
-function normaliseEmail(email: string): string {
-  const normalised = email.trim().toLowerCase()
-  // Lowercasing can lengthen a string ('İ' becomes 'i' and a combining dot), past what the schema checked.
-  if ([...normalised].length > MAX_EMAIL_LENGTH) throw invalidField('body', '/email', `must be at most ${MAX_EMAIL_LENGTH} characters once trimmed and lowercased`)
-  return normalised
-}
-
 export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, body, principal }, { repos, config }) => {
   const email = normaliseEmail(body.email)
+  // The schema has checked the pattern: only lowercasing can have made the address too long.
+  if (email === undefined) throw invalidField('body', '/email', `must be at most ${EMAIL_MAX_LENGTH} characters once trimmed and lowercased`)
   const pid = programId(params.program_id)
   const result = await repos.testers.enroll(principal.projectId, pid, email)
   switch (result.outcome) {
@@ -74,21 +68,26 @@ export const listBetaTesters = readByKey<'listBetaTesters'>(async ({ params, que
 export const getBetaTester = readByKey<'getBetaTester'>(async ({ params, project }, { repos, config }) => {
   const row = await repos.testers.get(project, programId(params.program_id), testerId(params.id))
   if (!row) throw notFound('beta tester')
-  return { status: 200, body: { data: testerRecord(row, config.publicBaseUrl) } }
+  return { status: 200, body: { data: testerRecord(row, config.publicBaseUrl) }, headers: { etag: row.etag } }
 })
 
-export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, principal }, { repos }) => {
-  if (!(await repos.testers.delete(principal.projectId, programId(params.program_id), testerId(params.id)))) throw notFound('beta tester')
+export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, headers, principal }, { repos }) => {
+  const result = await repos.testers.delete(principal.projectId, programId(params.program_id), testerId(params.id), ifMatch(headers['if-match']))
+  if (result === 'not_found') throw notFound('beta tester')
+  if (result === 'precondition_failed') throw preconditionFailed()
   return { status: 204, body: undefined }
 }
 
-export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, principal }, { repos, config }) => {
-  const result = await repos.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status)
+export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, headers, principal }, { repos, config }) => {
+  const precondition = ifMatch(headers['if-match'])
+  const result = await repos.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status, precondition)
   switch (result.outcome) {
     case 'updated':
-      return { status: 200, body: { data: testerRecord(result.row, config.publicBaseUrl) } }
+      return { status: 200, body: { data: testerRecord(result.row, config.publicBaseUrl) }, headers: { etag: result.row.etag } }
     case 'not_found':
       throw notFound('beta tester')
+    case 'precondition_failed':
+      throw preconditionFailed()
     case 'invalid_transition':
       throw new ApiError('invalid_transition', refusedApiTransitionMessage(result.from, body.status!))
   }

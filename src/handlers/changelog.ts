@@ -3,6 +3,7 @@ import { isId } from '../domain/ids.js'
 import { normalizeLabel, normalizeLabels } from '../domain/labels.js'
 import { canonicalLocale, sameLocale } from '../domain/locale.js'
 import { checkPublishingInput, decidePublishing, type PublishingDecision } from '../domain/publishing.js'
+import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
@@ -95,10 +96,10 @@ export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ pr
 export const getChangelogEntry = readByKey<'getChangelogEntry'>(async ({ project, params, query }, { repos }) => {
   const entry = await repos.changelog.get(project, requireEntryId(params.id), query.locale)
   if (!entry) throw notFound('changelog entry')
-  return { status: 200, body: { data: changelogRecord(entry) } }
+  return { status: 200, body: { data: changelogRecord(entry) }, headers: { etag: entry.etag } }
 })
 
-export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ principal, params, body }, { repos, markdown }) => {
+export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ principal, params, body, headers }, { repos, markdown }) => {
   // Everything the body alone can be refused for is refused before the entry is looked up.
   const labels = body.labels === undefined ? undefined : labelsOrThrow(body.labels)
   publishedAtOrThrow(checkPublishingInput(body, new Date()))
@@ -106,7 +107,8 @@ export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ pr
   // Rendered before the entry is locked, so that no row waits on a render.
   const body_html = body.body === undefined ? undefined : await markdown.render(body.body)
 
-  const entry = await repos.changelog.update(principal.projectId, requireEntryId(params.id), locale, (current): EntryPatch => {
+  const precondition = ifMatch(headers['if-match'])
+  const result = await repos.changelog.update(principal.projectId, requireEntryId(params.id), locale, precondition, (current): EntryPatch => {
     const published_at = publishedAtOrThrow(decidePublishing(body, current.entry, current.now))
     const shared = {
       ...(labels !== undefined ? { labels } : {}),
@@ -125,18 +127,22 @@ export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ pr
     }
     return { entry: shared, translation: { locale, ...content } }
   })
-  if (!entry) throw notFound('changelog entry')
-  return { status: 200, body: { data: changelogRecord(entry) } }
+  if (result.outcome === 'not_found') throw notFound('changelog entry')
+  if (result.outcome === 'precondition_failed') throw preconditionFailed()
+  return { status: 200, body: { data: changelogRecord(result.entry) }, headers: { etag: result.entry.etag } }
 }
 
-export const deleteChangelogEntry: Handler<'deleteChangelogEntry'> = async ({ principal, params, query }, { repos }) => {
+export const deleteChangelogEntry: Handler<'deleteChangelogEntry'> = async ({ principal, params, query, headers }, { repos }) => {
   const id = requireEntryId(params.id)
+  const precondition = ifMatch(headers['if-match'])
   if (query.locale !== undefined) {
-    if (!(await repos.changelog.deleteTranslation(principal.projectId, id, query.locale))) {
-      throw new ApiError('not_found', `No changelog entry with that id has a ${query.locale} translation.`)
-    }
-  } else if (!(await repos.changelog.delete(principal.projectId, id))) {
-    throw notFound('changelog entry')
+    const result = await repos.changelog.deleteTranslation(principal.projectId, id, query.locale, precondition)
+    if (result === 'not_found') throw new ApiError('not_found', `No changelog entry with that id has a ${query.locale} translation.`)
+    if (result === 'precondition_failed') throw preconditionFailed()
+  } else {
+    const result = await repos.changelog.delete(principal.projectId, id, precondition)
+    if (result === 'not_found') throw notFound('changelog entry')
+    if (result === 'precondition_failed') throw preconditionFailed()
   }
   return { status: 204, body: undefined }
 }

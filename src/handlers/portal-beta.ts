@@ -3,6 +3,7 @@
 // openapi.yaml under the portal tag). The token is the only credential: it travels in the
 // query of the join link and in the body of the forms, and is never logged.
 import type { Invitation, PortalProgram } from '../db/repos/portal.js'
+import { normaliseEmail } from '../domain/email.js'
 import { isId } from '../domain/ids.js'
 import {
   FEEDBACK_MAX,
@@ -21,7 +22,6 @@ import type { AppContext, Handler } from '../http/types.js'
 import { joinPath, publicLink } from '../portal/links.js'
 
 const TOKEN = /^[A-Za-z0-9_-]{32}$/
-const EMAIL = /^\s*(?=\S{3,254}\s*$)[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+\s*$/
 
 const reply = <S extends number>(status: S, body: string) => ({ status, body, headers: { ...PAGE_HEADERS } })
 
@@ -102,8 +102,8 @@ export const submitBetaSignup: Handler<'submitBetaSignup'> = async ({ params, bo
   const program = await publicProgram(ctx, params.project_id, params.slug)
   if (!program) return reply(404, signupNotFoundPage())
   const action = signupAction(program.project_id, program.slug)
-  const email = body.email.trim().toLowerCase()
-  if (!EMAIL.test(body.email) || [...email].length > 254) {
+  const email = normaliseEmail(body.email)
+  if (email === undefined) {
     return reply(400, signupPage(program, action, 'Enter a valid email address, such as name@example.com.', body.email))
   }
   const result = await ctx.repos.portal.signup(program.project_id, program.id, email)

@@ -1,62 +1,57 @@
 // Conditional requests (RFC 9110 §13) for the authenticated API: every 200 to a GET or PATCH
-// carries a strong ETag computed from the exact bytes sent, `If-None-Match` on a GET answers
-// 304, and `If-Match` on a PATCH or DELETE answers 412 when the resource changed since the
-// client read it. The tag is a hash of the representation, so no table needs a version column.
+// carries a strong ETag, `If-None-Match` on a GET answers 304, and `If-Match` on a PATCH or
+// DELETE answers 412 when the resource changed since the client read it.
+//
+// A resource that can be written conditionally (a beta program, a tester, a changelog entry)
+// gets its tag from the database, computed from its row (db/repos/etag.ts): the handler sends it,
+// and the repository checks If-Match in the statement that writes, so that two writes holding
+// one tag never both succeed. Any other answer (a list, feedback) is tagged here by a hash of the
+// bytes sent. The header grammar is read here only, for the API and the public portal alike.
 import { hash } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import type { Precondition } from '../db/repos/etag.js'
 import { ApiError } from './errors.js'
 
 export const entityTag = (payload: string): string => `"${hash('sha256', payload, 'base64url').slice(0, 27)}"`
 
-/** Whether an If-None-Match / If-Match header value names `etag` (weak comparison for the former). */
-function listMatches(header: string | undefined, etag: string, weak: boolean): boolean {
-  if (header === undefined) return false
-  return header.split(',').some((raw) => {
-    const tag = raw.trim()
-    if (tag === '*') return true
-    return weak ? tag.replace(/^W\//, '') === etag : tag === etag
-  })
+const entityTags = (header: string): string[] => header.split(',').map((tag) => tag.trim())
+
+/** Whether an If-None-Match value names `etag`, by the weak comparison a GET uses. */
+export function noneMatch(header: string | undefined, etag: string): boolean {
+  return header !== undefined && entityTags(header).some((tag) => tag === '*' || tag.replace(/^W\//, '') === etag)
 }
+
+/**
+ * What an If-Match value requires (undefined when there is none). Strong comparison: a weak tag
+ * never matches, so it is dropped, and a list of weak tags alone can match nothing.
+ */
+export function ifMatch(header: string | string[] | undefined): Precondition | undefined {
+  if (header === undefined) return undefined
+  const tags = entityTags([header].flat().join(','))
+  return tags.includes('*') ? '*' : tags.filter((tag) => tag.startsWith('"'))
+}
+
+export const preconditionFailed = (): ApiError =>
+  new ApiError('precondition_failed', 'The resource changed since it was read (If-Match does not match its ETag); read it again and retry.')
 
 const CONDITIONAL_READS = new Set(['GET', 'HEAD', 'PATCH'])
-
-/** The GET that reads what a PATCH or DELETE is about to change, in the same locale. */
-function readUrl(request: FastifyRequest): string {
-  const path = request.url.split('?')[0]!
-  const body = request.body as { locale?: unknown } | undefined
-  const query = request.query as { locale?: unknown }
-  const locale = typeof body?.locale === 'string' ? body.locale : typeof query.locale === 'string' ? query.locale : undefined
-  return locale ? `${path}?locale=${encodeURIComponent(locale)}` : path
-}
 
 export function registerConditionalRequests(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const route = request.routeOptions.config.route
     if (!route || route.security !== 'ApiKey' || reply.statusCode !== 200 || typeof payload !== 'string') return payload
     if (!CONDITIONAL_READS.has(request.method)) return payload
-    const etag = entityTag(payload)
+    const given = reply.getHeader('etag')
+    const etag = typeof given === 'string' ? given : entityTag(payload)
     reply.header('etag', etag)
     reply.header('cache-control', 'private, no-cache')
     reply.header('vary', 'Authorization')
-    if (request.method !== 'PATCH' && listMatches(request.headers['if-none-match'], etag, true)) {
+    if (request.method !== 'PATCH' && noneMatch(request.headers['if-none-match'], etag)) {
       reply.code(304)
       reply.removeHeader('content-type')
       reply.removeHeader('content-length')
       return ''
     }
     return payload
-  })
-
-  // After validation (a bad body is still a 400) and before the handler writes anything.
-  app.addHook('preHandler', async (request) => {
-    const ifMatch = request.headers['if-match']
-    const route = request.routeOptions.config.route
-    if (ifMatch === undefined || !route || route.security !== 'ApiKey' || (request.method !== 'PATCH' && request.method !== 'DELETE')) return
-    const current = await app.inject({ method: 'GET', url: readUrl(request), headers: { authorization: request.headers.authorization ?? '' } })
-    // A resource that is not there is the handler's 404 to give.
-    if (current.statusCode !== 200) return
-    if (!listMatches(ifMatch, entityTag(current.body), false)) {
-      throw new ApiError('precondition_failed', 'The resource changed since it was read (If-Match does not match its ETag); read it again and retry.')
-    }
   })
 }

@@ -6,7 +6,6 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { operations } from '../../generated/api.js'
 import type { ApiKeyReadId, OperationId } from '../../generated/routes.js'
 import type { Config } from '../config.js'
-import type { Database } from '../db/client.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
@@ -75,7 +74,6 @@ export type KeyScopedRequest<K extends OperationId> = RequestParts<K> & { projec
 
 export interface AppContext {
   config: Config
-  db: Database
   repos: Repos
   /** Renders changelog bodies when they are written, off the event loop. */
   markdown: MarkdownRenderer

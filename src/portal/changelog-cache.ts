@@ -10,7 +10,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { PortalState } from '../db/repos/changelog.js'
-import { entityTag } from '../http/conditional.js'
+import { entityTag, noneMatch } from '../http/conditional.js'
 
 /** Shared caches may keep a copy for a minute: a scheduled entry shows up at most that late. */
 export const PUBLIC_CACHE_CONTROL = 'public, max-age=60'
@@ -68,14 +68,6 @@ export interface Representation<B> {
 export type ConditionalReply<B> =
   | { status: 200; body: B; headers: Record<string, string> }
   | { status: 304; body: undefined; headers: Record<string, string> }
-
-/** Whether an If-None-Match value names `etag`, by the weak comparison a GET uses. */
-function noneMatch(header: string, etag: string): boolean {
-  return header.split(',').some((raw) => {
-    const tag = raw.trim()
-    return tag === '*' || tag.replace(/^W\//, '') === etag
-  })
-}
 
 /** Whole seconds, the precision of an HTTP date. */
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000)

@@ -3,6 +3,7 @@ import { newId } from '../../domain/ids.js'
 import { localeKey } from '../../domain/locale.js'
 import type { PublishedAt, PublishingState } from '../../domain/publishing.js'
 import type { Database } from '../client.js'
+import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { ascNullsFirst, descNullsLast } from './order.js'
 import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
@@ -20,6 +21,12 @@ export type TranslationRow = typeof changelog_translations.$inferSelect
 export type EntryView = Pick<EntryRow, 'id' | 'title' | 'body' | 'labels' | 'published_at' | 'locale' | 'version' | 'created_at' | 'updated_at'> & {
   status: PublishingState
 }
+
+/** An entry as one is read or written alone, with the ETag of that view (etag.ts). */
+export type TaggedEntry = EntryView & { etag: string }
+
+export type EntryUpdate = { outcome: 'updated'; entry: TaggedEntry } | { outcome: 'not_found' } | { outcome: 'precondition_failed' }
+export type EntryDeletion = 'deleted' | 'not_found' | 'precondition_failed'
 
 /** Which entries GET /v1/changelog lists (contract §8): `published` is what a visitor sees. */
 export type ListStatus = 'published' | 'scheduled' | 'draft' | 'all'
@@ -123,6 +130,10 @@ interface ListInput extends IdsInput {
 // Timestamps are written by the database clock, truncated (a timestamptz(3) column would round
 // now() up half the time), so a value written "now" is never after now() in the next query.
 const dbNow = sql`date_trunc('milliseconds', now())`
+// updated_at moves forward on every write of the entry or of a translation's content, even two
+// within one millisecond: a client can tell a changed entry by it, and it is the version in the
+// entry's ETag (see entryTag below).
+const nextUpdatedAt = sql`greatest(${dbNow}, ${changelog_entries.updated_at} + interval '1 millisecond')`
 const publishedAtValue = (value: PublishedAt): Date | null | SQL => (value === 'now' ? dbNow : value)
 
 const toView = (entry: EntryRow & { status: PublishingState }, translation?: Pick<TranslationRow, 'title' | 'body' | 'locale'>): EntryView => ({
@@ -148,6 +159,23 @@ export function changelogRepo(db: Database) {
   const status = sql<PublishingState>`case when ${e.published_at} is null then 'draft' when ${e.published_at} > now() then 'scheduled' else 'published' end`
   /** An entry row with its status, as an insert or update returns it. */
   const rowWithStatus = { ...getTableColumns(e), status }
+
+  /**
+   * The ETag of an entry in a locale, from what its view is made of: the entry's updated_at,
+   * which every write of the entry or of a translation's content moves (so it stands for both),
+   * its status (which the clock changes), and the key of the translation shown (NULL for none: a
+   * deleted translation changes the tag of its locale's view, and of no other).
+   *
+   * Every write of an entry or of its translations holds the entry's row lock, so a tag read
+   * under that lock is current until the write. It must be read by a statement that starts once
+   * the lock is held when a translation is part of it: the locking statement itself sees other
+   * tables as they were when it started, before it may have waited for the lock.
+   */
+  const entryTag = (shownTranslationKey: SQL | typeof t.locale_key) => entityTagOf(sql`row(${e.updated_at}, ${status}, ${shownTranslationKey})`)
+  const baseTag = entryTag(sql`null::text`)
+  /** The entry's tag in the locale `key` names, read with the translation shown there (none without a key). */
+  const taggedTranslation = (tx: Database, id: string, key: string | undefined) =>
+    tx.select({ translation: t, etag: entryTag(t.locale_key) }).from(e).leftJoin(t, translationOf(key)).where(eq(e.id, id))
 
   /**
    * Each list's entries and the direction of its order, on LIST_ORDER_COLUMN then the id: the
@@ -286,7 +314,11 @@ export function changelogRepo(db: Database) {
 
   /** One entry of the project, in the translation `localeKey` names when it has one. */
   const getQuery = (projectId: ProjectIdInput, id: Input<string>, key: Input<string> | undefined) =>
-    db.select(view).from(e).leftJoin(t, translationOf(key)).where(scoped(projectId, id))
+    db
+      .select({ ...view, etag: entryTag(t.locale_key) })
+      .from(e)
+      .leftJoin(t, translationOf(key))
+      .where(scoped(projectId, id))
 
   const listValues = (options: ListOptions): Omit<ListInput, 'projectId'> => ({
     status: options.status ?? 'published',
@@ -413,7 +445,7 @@ export function changelogRepo(db: Database) {
     },
 
     /** Any entry of the project, whatever its publishing state. */
-    async get(scope: ProjectScope, id: string, locale?: string): Promise<EntryView | undefined> {
+    async get(scope: ProjectScope, id: string, locale?: string): Promise<TaggedEntry | undefined> {
       const statement = preparedGet({ locale: locale === undefined ? 'base' : 'locale', scope: scopeShape(scope) })
       const [row] = await statement.execute({ ...scopeParameters(scope), id, localeKey: locale === undefined ? undefined : localeKey(locale) })
       return row
@@ -438,27 +470,33 @@ export function changelogRepo(db: Database) {
      * Reads the entry under a row lock, lets `decide` turn it into a patch (or throw, which
      * rolls back), and writes the patch. The lock serialises updates of one entry, so a
      * decision that depends on the current state (keeping a published date, creating a
-     * translation) is never taken on a stale read. Undefined when the project has no such entry.
+     * translation) is never taken on a stale read; for the same reason the precondition is
+     * checked on the tag the locking read computes: nothing can change the entry between that
+     * check and the write.
      */
-    update(projectId: string, id: string, locale: string | undefined, decide: (current: CurrentEntry) => EntryPatch): Promise<EntryView | undefined> {
-      return db.transaction(async (tx) => {
+    update(projectId: string, id: string, locale: string | undefined, precondition: Precondition | undefined, decide: (current: CurrentEntry) => EntryPatch): Promise<EntryUpdate> {
+      const key = locale === undefined ? undefined : localeKey(locale)
+      return db.transaction(async (tx): Promise<EntryUpdate> => {
         const [current] = await tx
-          .select({ entry: e, status, now: sql`now()`.mapWith(e.updated_at) })
+          .select({ entry: e, status, now: sql`now()`.mapWith(e.updated_at), etag: baseTag })
           .from(e)
           .where(scoped(projectId, id))
           .for('update')
-        if (!current) return undefined
+        if (!current) return { outcome: 'not_found' }
         let translation: TranslationRow | undefined
-        if (locale !== undefined) {
-          ;[translation] = await tx
-            .select()
-            .from(t)
-            .where(and(eq(t.entry_id, id), eq(t.locale_key, localeKey(locale))))
+        let etag = current.etag
+        if (key !== undefined) {
+          const [read] = await taggedTranslation(tx, id, key)
+          translation = read!.translation ?? undefined
+          etag = read!.etag
         }
+        if (!tagSatisfies(etag, precondition)) return { outcome: 'precondition_failed' }
 
         const patch = decide({ entry: current.entry, translation, now: current.now })
         const written = patch.translation && (patch.translation.title !== undefined || patch.translation.body !== undefined)
-        if (Object.keys(patch.entry).length === 0 && !written) return toView({ ...current.entry, status: current.status }, translation)
+        if (Object.keys(patch.entry).length === 0 && !written) {
+          return { outcome: 'updated', entry: { ...toView({ ...current.entry, status: current.status }, translation), etag } }
+        }
 
         if (written) {
           const { locale: tag, title, body, body_html } = patch.translation!
@@ -484,40 +522,52 @@ export function changelogRepo(db: Database) {
         }
 
         const { published_at, ...fields } = patch.entry
-        // updated_at moves forward on every write, even two within one millisecond, so a client
-        // can tell a changed entry by it.
         const [entry] = await tx
           .update(e)
           .set({
             ...fields,
             ...(published_at !== undefined ? { published_at: publishedAtValue(published_at) } : {}),
-            updated_at: sql`greatest(${dbNow}, ${e.updated_at} + interval '1 millisecond')`,
+            updated_at: nextUpdatedAt,
           })
           .where(scoped(projectId, id))
-          .returning(rowWithStatus)
-        return toView(entry!, patch.translation ? translation : undefined)
+          .returning({ ...rowWithStatus, etag: entryTag(translation && key !== undefined ? sql`${key}::text` : sql`null::text`) })
+        const { etag: writtenTag, ...row } = entry!
+        return { outcome: 'updated', entry: { ...toView(row, patch.translation ? translation : undefined), etag: writtenTag } }
       })
     },
 
-    /** Removes the entry and, by the cascade, its translations. False when the project has no such entry. */
-    async delete(projectId: string, id: string): Promise<boolean> {
-      const [row] = await db.delete(e).where(scoped(projectId, id)).returning({ id: e.id })
-      return row !== undefined
+    /** Removes the entry and, by the cascade, its translations; under a precondition, only while its tag (in its base locale) matches. */
+    async delete(projectId: string, id: string, precondition?: Precondition): Promise<EntryDeletion> {
+      const [row] = await db
+        .delete(e)
+        .where(and(scoped(projectId, id), tagMatches(baseTag, precondition)))
+        .returning({ id: e.id })
+      if (row) return 'deleted'
+      // Only a conditional delete can have found the entry and left it.
+      const [found] = precondition !== undefined && precondition !== '*' ? await db.select({ id: e.id }).from(e).where(scoped(projectId, id)) : []
+      return found ? 'precondition_failed' : 'not_found'
     },
 
-    /** Removes one translation. False when the project's entry has none in that locale (or no such entry). */
-    async deleteTranslation(projectId: string, id: string, locale: string): Promise<boolean> {
-      const [row] = await db
-        .delete(t)
-        .where(
-          and(
-            eq(t.entry_id, id),
-            eq(t.locale_key, localeKey(locale)),
-            sql`exists (select 1 from ${e} where ${scoped(projectId, id)})`,
-          ),
-        )
-        .returning({ entry_id: t.entry_id })
-      return row !== undefined
+    /**
+     * Removes one translation: not_found when the project's entry has none in that locale (or
+     * there is no such entry). Like every write of a translation it holds the entry's row lock,
+     * so that a conditional write of the entry waits for it and then reads the tag it left.
+     */
+    deleteTranslation(projectId: string, id: string, locale: string, precondition?: Precondition): Promise<EntryDeletion> {
+      const key = localeKey(locale)
+      return db.transaction(async (tx): Promise<EntryDeletion> => {
+        const [locked] = await tx.select({ id: e.id }).from(e).where(scoped(projectId, id)).for('update')
+        if (!locked) return 'not_found'
+        if (precondition !== undefined) {
+          const [read] = await taggedTranslation(tx, id, key)
+          if (!tagSatisfies(read!.etag, precondition)) return 'precondition_failed'
+        }
+        const [deleted] = await tx
+          .delete(t)
+          .where(and(eq(t.entry_id, id), eq(t.locale_key, key)))
+          .returning({ entry_id: t.entry_id })
+        return deleted ? 'deleted' : 'not_found'
+      })
     },
   }
 }

@@ -1,18 +1,15 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import type { Database } from '../client.js'
 import { beta_feedback, beta_programs } from '../schema.js'
 import { descNullsLast } from './order.js'
+import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { projectIdOf, type ProjectScope } from './scope.js'
 
 export type FeedbackRow = typeof beta_feedback.$inferSelect
 
-interface ListOptions {
+interface ListOptions extends PageOptions {
   testerId?: string
-  limit: number
-  offset: number
-  /** Keyset pagination: start after this feedback (its created_at and id) instead of skipping `offset` rows. */
-  after?: { at: Date; id: string }
 }
 
 export function feedbackRepo(db: Database) {
@@ -31,9 +28,7 @@ export function feedbackRepo(db: Database) {
         and(
           scoped(scope, programId),
           options.testerId ? eq(beta_feedback.beta_tester_id, options.testerId) : undefined,
-          options.after
-            ? sql`(${beta_feedback.created_at}, ${beta_feedback.id}) < (${options.after.at.toISOString()}::timestamptz, ${options.after.id})`
-            : undefined,
+          rowsAfter(beta_feedback.created_at, beta_feedback.id, pageValues(options).after),
         ),
       )
       .orderBy(descNullsLast(beta_feedback.created_at), descNullsLast(beta_feedback.id))

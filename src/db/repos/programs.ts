@@ -1,8 +1,9 @@
-import { and, eq, inArray, like, or, sql } from 'drizzle-orm'
+import { and, eq, getTableColumns, inArray, like, or, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { canTransition, statusesAllowedInto, type ProgramStatus } from '../../domain/program-status.js'
 import { firstFreeSlug } from '../../domain/slug.js'
 import type { Database } from '../client.js'
+import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
 import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
 import { preparedOnce } from './prepare-once.js'
@@ -10,6 +11,8 @@ import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type Pr
 import { beta_programs } from '../schema.js'
 
 export type ProgramRow = typeof beta_programs.$inferSelect
+/** A program as one is read or written alone, with its ETag (etag.ts). */
+export type TaggedProgram = ProgramRow & { etag: string }
 /** What a client may set; the rest (id, project, slug, created_at) is the server's. */
 export type ProgramFields = Pick<
   ProgramRow,
@@ -17,9 +20,11 @@ export type ProgramFields = Pick<
 >
 export type ProgramPatch = Partial<ProgramFields>
 export type ProgramUpdate =
-  | { outcome: 'updated'; row: ProgramRow }
+  | { outcome: 'updated'; row: TaggedProgram }
   | { outcome: 'not_found' }
+  | { outcome: 'precondition_failed' }
   | { outcome: 'invalid_transition'; from: ProgramStatus }
+export type ProgramDeletion = 'deleted' | 'not_found' | 'precondition_failed'
 
 export interface ListOptions extends PageOptions {
   status?: ProgramStatus
@@ -36,6 +41,9 @@ const SLUG_ATTEMPTS = 50
 
 export function programsRepo(db: Database) {
   const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, id))
+  // The whole row: a program's representation is made of nothing else.
+  const tag = entityTagOf(sql`${beta_programs}`)
+  const tagged = { ...getTableColumns(beta_programs), etag: tag }
 
   async function takenSlugs(projectId: string, base: string): Promise<Set<string>> {
     // `base` is [a-z0-9-] only, so it holds no LIKE wildcard to escape.
@@ -48,10 +56,10 @@ export function programsRepo(db: Database) {
 
   const p = sql.placeholder
   const preparedGet = preparedOnce('program_get', (shape: { scope: ScopeShape }, name) =>
-    db.select().from(beta_programs).where(scoped(projectIdPlaceholder(shape.scope), p('id'))).prepare(name),
+    db.select(tagged).from(beta_programs).where(scoped(projectIdPlaceholder(shape.scope), p('id'))).prepare(name),
   )
 
-  async function get(scope: ProjectScope, id: string): Promise<ProgramRow | undefined> {
+  async function get(scope: ProjectScope, id: string): Promise<TaggedProgram | undefined> {
     const [row] = await preparedGet({ scope: scopeShape(scope) }).execute({ ...scopeParameters(scope), id })
     return row
   }
@@ -123,34 +131,48 @@ export function programsRepo(db: Database) {
     },
 
     /**
-     * Applies the patch in one UPDATE whose WHERE also holds the status machine, so a
-     * concurrent status change cannot slip between the check and the write. When no row
-     * comes back, a read tells a missing program from a refused transition.
+     * Applies the patch in one UPDATE whose WHERE also holds the status machine and, with a
+     * precondition, the tag (etag.ts), so that neither a concurrent status change nor any other
+     * write can slip between the check and the write. When no row comes back, a read tells a
+     * missing program from a changed one (412) and from a refused transition.
      */
-    async update(projectId: string, id: string, patch: ProgramPatch): Promise<ProgramUpdate> {
+    async update(projectId: string, id: string, patch: ProgramPatch, precondition?: Precondition): Promise<ProgramUpdate> {
       const empty = Object.keys(patch).length === 0
       for (let attempt = 0; ; attempt++) {
         if (!empty) {
           const [row] = await db
             .update(beta_programs)
             .set(patch)
-            .where(and(scoped(projectId, id), patch.status ? inArray(beta_programs.status, statusesAllowedInto(patch.status)) : undefined))
-            .returning()
+            .where(
+              and(
+                scoped(projectId, id),
+                patch.status ? inArray(beta_programs.status, statusesAllowedInto(patch.status)) : undefined,
+                tagMatches(tag, precondition),
+              ),
+            )
+            .returning(tagged)
           if (row) return { outcome: 'updated', row }
         }
         const current = await get(projectId, id)
         if (!current) return { outcome: 'not_found' }
+        if (!tagSatisfies(current.etag, precondition)) return { outcome: 'precondition_failed' }
         if (empty) return { outcome: 'updated', row: current }
-        // The status changed between the two statements into one the move is allowed from: try again.
-        if (attempt < 2 && patch.status && canTransition(current.status, patch.status)) continue
-        return { outcome: 'invalid_transition', from: current.status }
+        // The row changed between the two statements into one the patch applies to (a status the
+        // move is allowed from, the tag the client holds): try again.
+        if (attempt < 2 && (!patch.status || canTransition(current.status, patch.status))) continue
+        return patch.status ? { outcome: 'invalid_transition', from: current.status } : { outcome: 'precondition_failed' }
       }
     },
 
     /** Deletes the program; its testers and their feedback go with it (cascading keys). */
-    async delete(projectId: string, id: string): Promise<boolean> {
-      const rows = await db.delete(beta_programs).where(scoped(projectId, id)).returning({ id: beta_programs.id })
-      return rows.length > 0
+    async delete(projectId: string, id: string, precondition?: Precondition): Promise<ProgramDeletion> {
+      const rows = await db
+        .delete(beta_programs)
+        .where(and(scoped(projectId, id), tagMatches(tag, precondition)))
+        .returning({ id: beta_programs.id })
+      if (rows.length > 0) return 'deleted'
+      // Only a conditional delete can have found the program and left it.
+      return precondition !== undefined && precondition !== '*' && (await get(projectId, id)) ? 'precondition_failed' : 'not_found'
     },
   }
 }

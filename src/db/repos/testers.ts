@@ -1,8 +1,9 @@
-import { and, eq, exists, inArray, ne, sql } from 'drizzle-orm'
+import { and, eq, exists, getTableColumns, inArray, ne, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { apiStatusesAllowedInto, canApiTransition, type ApiTesterStatus } from '../../domain/tester-status.js'
 import { newTesterToken } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
+import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { projectIdOf, type ProjectScope } from './scope.js'
@@ -10,15 +11,19 @@ import { beta_programs, beta_testers } from '../schema.js'
 
 export type TesterRow = typeof beta_testers.$inferSelect
 export type TesterStatus = TesterRow['status']
+/** A tester as one is read or written alone, with its ETag (etag.ts). */
+export type TaggedTester = TesterRow & { etag: string }
 export type Enrollment =
   | { outcome: 'created' | 'existing'; row: TesterRow }
   | { outcome: 'program_not_found' }
   | { outcome: 'program_closed' }
 
 export type TesterUpdate =
-  | { outcome: 'updated'; row: TesterRow }
+  | { outcome: 'updated'; row: TaggedTester }
   | { outcome: 'not_found' }
+  | { outcome: 'precondition_failed' }
   | { outcome: 'invalid_transition'; from: TesterStatus }
+export type TesterDeletion = 'deleted' | 'not_found' | 'precondition_failed'
 
 interface ListOptions extends PageOptions {
   status?: TesterStatus
@@ -38,6 +43,13 @@ export function testersRepo(db: Database) {
   const inProgram = (scope: ProjectScope, programId: string) =>
     and(eq(beta_testers.beta_program_id, programId), exists(programOfProject(scope, programId)))
   const ofProgram = (scope: ProjectScope, programId: string, id: string) => and(eq(beta_testers.id, id), inProgram(scope, programId))
+  // The whole row: a tester's representation is made of nothing else (the portal's writes change it too).
+  const tag = entityTagOf(sql`${beta_testers}`)
+  const tagged = { ...getTableColumns(beta_testers), etag: tag }
+  const read = async (scope: ProjectScope, programId: string, id: string): Promise<TaggedTester | undefined> => {
+    const [row] = await db.select(tagged).from(beta_testers).where(ofProgram(scope, programId, id))
+    return row
+  }
 
   /** The page query, in the order of beta_testers_program_invited_idx (an EXPLAIN test holds it). */
   const listQuery = (scope: ProjectScope, programId: string, options: ListOptions) =>
@@ -121,39 +133,44 @@ export function testersRepo(db: Database) {
       return (await programOfProject(scope, programId)).length > 0 ? rows : undefined
     },
 
-    async get(scope: ProjectScope, programId: string, id: string): Promise<TesterRow | undefined> {
-      const [row] = await db.select().from(beta_testers).where(ofProgram(scope, programId, id))
-      return row
-    },
+    get: read,
 
     /**
      * Moves the tester into `status` when the API may (the allowed statuses are in the
-     * UPDATE's WHERE, so the check and the change are one statement). A restore clears the
-     * answer the tester gave: they accept anew. Without a status, the tester as it is.
+     * UPDATE's WHERE, and so is the tag under a precondition, so the checks and the change are
+     * one statement). A restore clears the answer the tester gave: they accept anew. Without a
+     * status, the tester as it is.
      */
-    async setStatus(projectId: string, programId: string, id: string, status: ApiTesterStatus | undefined): Promise<TesterUpdate> {
+    async setStatus(projectId: string, programId: string, id: string, status: ApiTesterStatus | undefined, precondition?: Precondition): Promise<TesterUpdate> {
       for (let attempt = 0; ; attempt++) {
         if (status) {
           const [row] = await db
             .update(beta_testers)
             .set(status === 'invited' ? { status, joined_at: null, end_user_id: null } : { status })
-            .where(and(ofProgram(projectId, programId, id), inArray(beta_testers.status, apiStatusesAllowedInto(status))))
-            .returning()
+            .where(and(ofProgram(projectId, programId, id), inArray(beta_testers.status, apiStatusesAllowedInto(status)), tagMatches(tag, precondition)))
+            .returning(tagged)
           if (row) return { outcome: 'updated', row }
         }
-        const [current] = await db.select().from(beta_testers).where(ofProgram(projectId, programId, id))
+        const current = await read(projectId, programId, id)
         if (!current) return { outcome: 'not_found' }
+        if (!tagSatisfies(current.etag, precondition)) return { outcome: 'precondition_failed' }
         if (!status) return { outcome: 'updated', row: current }
-        // The status changed between the two statements into one the move is allowed from: try again.
+        // The row changed between the two statements into one the move is allowed from (and
+        // back to the tag the client holds): try again.
         if (attempt < 2 && canApiTransition(current.status, status)) continue
         return { outcome: 'invalid_transition', from: current.status }
       }
     },
 
     /** Deletes the tester; its feedback goes with it (cascading key). */
-    async delete(projectId: string, programId: string, id: string): Promise<boolean> {
-      const rows = await db.delete(beta_testers).where(ofProgram(projectId, programId, id)).returning({ id: beta_testers.id })
-      return rows.length > 0
+    async delete(projectId: string, programId: string, id: string, precondition?: Precondition): Promise<TesterDeletion> {
+      const rows = await db
+        .delete(beta_testers)
+        .where(and(ofProgram(projectId, programId, id), tagMatches(tag, precondition)))
+        .returning({ id: beta_testers.id })
+      if (rows.length > 0) return 'deleted'
+      // Only a conditional delete can have found the tester and left it.
+      return precondition !== undefined && precondition !== '*' && (await read(projectId, programId, id)) ? 'precondition_failed' : 'not_found'
     },
   }
 }

@@ -1,0 +1,21 @@
+// An email address, as enrollment (the API) and public signup (the portal) both take it: one
+// rule, so that an address one accepts the other accepts too, and both store the same form
+// (enrollment and signup are idempotent on it). openapi.yaml writes EMAIL_PATTERN out for the
+// API's body; test/domain/email.test.ts holds the two equal.
+
+export const EMAIL_MAX_LENGTH = 254
+
+/** An address as sent: trimmed, at most 254 characters with one `@` and a dot in the domain. */
+export const EMAIL_PATTERN = '^\\s*(?=\\S{3,254}\\s*$)[^\\s@]+@[^\\s@.]+(?:\\.[^\\s@.]+)+\\s*$'
+const EMAIL = new RegExp(EMAIL_PATTERN)
+
+/**
+ * The address as stored (trimmed and lowercased), or undefined when `raw` is not an address.
+ * Lowercasing can lengthen a string ('İ' becomes 'i' and a combining dot) past what the pattern
+ * checked, so the length is checked again once lowercased.
+ */
+export function normaliseEmail(raw: string): string | undefined {
+  if (!EMAIL.test(raw)) return undefined
+  const email = raw.trim().toLowerCase()
+  return [...email].length <= EMAIL_MAX_LENGTH ? email : undefined
+}

@@ -1,0 +1,27 @@
+// One email rule for enrollment (the API, whose schema writes the pattern out) and public
+// signup (the portal, which has no schema pattern).
+import t from 'tap'
+import { EMAIL_PATTERN, normaliseEmail } from '../../src/domain/email.js'
+import { spec } from '../helpers/spec-check.js'
+
+t.test("the spec's email pattern is the one definition's", async (t) => {
+  const found: string[] = []
+  const walk = (node: unknown): void => {
+    if (!node || typeof node !== 'object') return
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'email' && value && typeof value === 'object' && typeof (value as { pattern?: unknown }).pattern === 'string') found.push((value as { pattern: string }).pattern)
+      walk(value)
+    }
+  }
+  walk(spec)
+  t.ok(found.length > 0, 'the spec has an email pattern')
+  for (const pattern of found) t.equal(pattern, EMAIL_PATTERN)
+})
+
+t.test('trimmed and lowercased; refused when not an address or too long once lowercased', async (t) => {
+  t.equal(normaliseEmail('  Ada@Example.COM '), 'ada@example.com')
+  for (const bad of ['', 'plain', 'a@b', 'a b@c.co', '<x>@y', `${'x'.repeat(250)}@example.com`]) t.equal(normaliseEmail(bad), undefined, JSON.stringify(bad))
+  // 250 characters as sent, 254 + 2 once 'İ' lowercases to two code points.
+  t.equal(normaliseEmail(`${'İ'.repeat(2)}${'x'.repeat(240)}@example.com`), undefined)
+  t.equal(normaliseEmail(`İ${'x'.repeat(240)}@example.com`), `i̇${'x'.repeat(240)}@example.com`)
+})
