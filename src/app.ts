@@ -111,7 +111,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   const ctx: AppContext = {
     config,
-    repos: makeRepos(database.db),
+    repos: makeRepos(database.db, config.publicBaseUrl),
     markdown:
       options.markdown ??
       new MarkdownRenderer({ onFallback: (reason) => app.log.warn({ reason }, 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds') }),

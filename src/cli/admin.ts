@@ -113,7 +113,7 @@ export async function runAdminCommand(argv: string[], config: Config, database: 
     },
     strict: true,
   })
-  const ctx = { config, repos: makeRepos(database.db) } as AppContext
+  const ctx = { config, repos: makeRepos(database.db, config.publicBaseUrl) } as AppContext
   const [command, ...args] = positionals
   const want = (n: number) => {
     if (args.length !== n) throw new ApiError('validation_failed', USAGE)

@@ -57,3 +57,28 @@ t.test('without PUBLIC_BASE_URL, join_url is null on every tester record (never 
   }
   t.same(list.json.data.map((x: { join_url: unknown }) => x.join_url), [null], 'list: join_url is null')
 })
+
+t.test("a tester's ETag covers join_url: a new PUBLIC_BASE_URL is a new representation, and If-Match holds to it", async (t) => {
+  const before = await testApp()
+  const after = await testApp({ publicBaseUrl: BASE })
+  const { key } = await createProject()
+  const program = (await call(t, before, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Tags', status: 'active' } })).json.data
+  const tester = (await call(t, before, { method: 'POST', url: `/v1/beta/programs/${program.id}/testers`, key, body: { email: 'tag@example.com' } })).json.data
+  const url = `/v1/beta/programs/${program.id}/testers/${tester.id}`
+  const old = await call(t, before, { url, key })
+  const oldTag = old.headers.etag as string
+
+  // A client that cached the record without join_url must not be told it is still current.
+  const fresh = await call(t, after, { url, key, headers: { 'if-none-match': oldTag } })
+  t.equal(fresh.status, 200, 'the old tag does not revalidate the new representation')
+  t.equal(fresh.json.data.join_url, `${BASE}/beta/join?token=${tester.token}`)
+  const newTag = fresh.headers.etag as string
+  t.not(newTag, oldTag, 'another tag')
+  t.equal((await call(t, after, { url, key, headers: { 'if-none-match': newTag } })).status, 304, 'the new tag revalidates')
+
+  // The tag a write compares is the tag the client read, on each deployment.
+  t.equal((await call(t, after, { method: 'PATCH', url, key, headers: { 'if-match': oldTag }, body: { status: 'revoked' } })).status, 412, 'the old tag is stale')
+  const patched = await call(t, after, { method: 'PATCH', url, key, headers: { 'if-match': newTag }, body: { status: 'revoked' } })
+  t.equal(patched.status, 200, 'the tag just read matches')
+  t.equal(patched.json.data.status, 'revoked')
+})

@@ -7,12 +7,15 @@ import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
 import { testersRepo } from './testers.js'
 
-/** Every query of the service, bound to one database. Handlers reach the database only here. */
-export function makeRepos(db: Database) {
+/**
+ * Every query of the service, bound to one database. Handlers reach the database only here.
+ * `publicBaseUrl` (PUBLIC_BASE_URL) is part of a tester's representation, and so of its ETag.
+ */
+export function makeRepos(db: Database, publicBaseUrl?: string) {
   return {
     projects: projectsRepo(db),
     programs: programsRepo(db),
-    testers: testersRepo(db),
+    testers: testersRepo(db, publicBaseUrl),
     feedback: feedbackRepo(db),
     portal: portalRepo(db),
     changelog: changelogRepo(db),

@@ -32,7 +32,11 @@ interface ListOptions extends PageOptions {
 // Each retry means the tester was deleted between our insert and our read: one more is plenty.
 const ENROLL_ATTEMPTS = 3
 
-export function testersRepo(db: Database) {
+/**
+ * `publicBaseUrl`: the origin a tester record's `join_url` is built on (PUBLIC_BASE_URL); it is
+ * part of the representation, so it is part of the tag.
+ */
+export function testersRepo(db: Database, publicBaseUrl: string | undefined) {
   const programOfProject = (scope: ProjectScope, programId: string) =>
     db
       .select({ id: beta_programs.id })
@@ -43,8 +47,9 @@ export function testersRepo(db: Database) {
   const inProgram = (scope: ProjectScope, programId: string) =>
     and(eq(beta_testers.beta_program_id, programId), exists(programOfProject(scope, programId)))
   const ofProgram = (scope: ProjectScope, programId: string, id: string) => and(eq(beta_testers.id, id), inProgram(scope, programId))
-  // The whole row: a tester's representation is made of nothing else (the portal's writes change it too).
-  const tag = entityTagOf(sql`${beta_testers}`)
+  // The whole row (the portal's writes change it too) and the origin of its join_url: a
+  // tester's representation is made of nothing else.
+  const tag = entityTagOf(publicBaseUrl === undefined ? sql`${beta_testers}` : sql`(${beta_testers})::text || ' ' || ${publicBaseUrl}::text`)
   const tagged = { ...getTableColumns(beta_testers), etag: tag }
   const read = async (scope: ProjectScope, programId: string, id: string): Promise<TaggedTester | undefined> => {
     const [row] = await db.select(tagged).from(beta_testers).where(ofProgram(scope, programId, id))
