@@ -209,7 +209,7 @@ export function changelogRepo(db: Database) {
   /** The translation in the asked locale; without a locale, the join matches nothing. */
   const translationOf = (key: Input<string> | undefined) => and(eq(t.entry_id, e.id), key === undefined ? sql`false` : eq(t.locale_key, key))
 
-  /** Entries of the project (`where`), in their base locale or, with a locale key, in its translation where one exists. */
+  /** A select of entries in their base locale or, with a locale key, in that locale's translation where one exists. */
   function entries(key: Input<string> | undefined) {
     return key === undefined ? db.select(baseView).from(e).$dynamic() : db.select(view).from(e).leftJoin(t, translationOf(key)).$dynamic()
   }
@@ -264,7 +264,7 @@ export function changelogRepo(db: Database) {
    * Everything the public page and feeds show that can change, without their bodies: the
    * project's name, and the page's entries with when each (and its translation) last changed
    * and the size of its HTML. One statement, on the project's primary key and the list's index
-   * (the same deferred join as the list), so a conditional request that ends in a 304 costs
+   * (the deferred join of a deep list page), so a conditional request that ends in a 304 costs
    * this and nothing else. No row: no such project.
    */
   function portalStateQuery(input: { projectId: Input<string>; localeKey?: Input<string>; label?: Input<string>; limit: Input<number>; offset: Input<number> }) {
