@@ -1,5 +1,8 @@
+import { randomBytes } from 'node:crypto'
 import t from 'tap'
+import { DIRECT_MAX_OFFSET } from '../../src/db/repos/changelog.js'
 import { makeRepos } from '../../src/db/repos/index.js'
+import { changelog_entries, changelog_translations } from '../../src/db/schema.js'
 import { hashApiKey } from '../../src/domain/secrets.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { explainPlan, sortsBeyondAPage, testDatabase } from '../helpers/db.js'
@@ -111,4 +114,69 @@ t.test('the list query is served by changelog_entries_project_published_idx, sor
       }
     }
   }
+})
+
+t.test('a page reads the same entries by either plan, on both sides of the depth where list() changes plan', async (t) => {
+  const { id: projectId, key } = await createProject()
+  const { db } = await testDatabase()
+  const repo = makeRepos(db).changelog
+  // Enough entries to page past DIRECT_MAX_OFFSET; a few share a timestamp (ordered by id), a few
+  // are labelled, a few translated, one is a draft and one scheduled (neither in the list).
+  const count = DIRECT_MAX_OFFSET + 6
+  // Ids of the API's shape, unique to this run (ids are unique across projects).
+  const run = randomBytes(8).toString('hex').replace(/[^a-z]/g, 'x').slice(0, 5)
+  const entryId = (i: number) => `ch_${run}${String(i).padStart(16, '0')}`
+  // Entry i's timestamp steps back every three entries; in one step the highest id comes first.
+  const atPosition = (p: number) => 3 * Math.floor(p / 3) + 2 - (p % 3)
+  const translated = [1, DIRECT_MAX_OFFSET, DIRECT_MAX_OFFSET + 2].map(atPosition)
+  const at = (i: number) => new Date(Date.UTC(2025, 0, 1) - Math.floor(i / 3) * 60_000)
+  await db.insert(changelog_entries).values([
+    ...Array.from({ length: count }, (_, i) => ({
+      id: entryId(i),
+      project_id: projectId,
+      title: `E${i}`,
+      body: `Body ${i}`,
+      body_html: `<p>Body ${i}</p>\n`,
+      labels: i % 4 === 0 ? ['new'] : [],
+      locale: 'en',
+      published_at: at(i),
+    })),
+    { id: `ch_${run}draft00000000000`, project_id: projectId, title: 'Draft', published_at: null },
+    { id: `ch_${run}later00000000000`, project_id: projectId, title: 'Later', published_at: new Date(Date.now() + 3_600_000) },
+  ])
+  await db.insert(changelog_translations).values(
+    translated.map((i) => ({
+      entry_id: entryId(i),
+      locale_key: 'pt-br',
+      locale: 'pt-BR',
+      title: `T${i}`,
+      body: `Corpo ${i}`,
+    })),
+  )
+
+  const scope = { keyHash: hashApiKey(key), beta: false }
+  for (const label of [undefined, 'new']) {
+    for (const locale of [undefined, 'pt-BR']) {
+      for (const offset of [0, 1, DIRECT_MAX_OFFSET - 1, DIRECT_MAX_OFFSET, DIRECT_MAX_OFFSET + 1, DIRECT_MAX_OFFSET + 3]) {
+        const options = { label, locale, limit: 4, offset }
+        const what = `label ${label}, locale ${locale}, offset ${offset}`
+        const direct = await repo.listQuery(scope, options, 'direct')
+        const deferred = await repo.listQuery(scope, options, 'deferred')
+        t.strictSame(direct, deferred, `the same rows by both plans (${what})`)
+        const { entries } = await repo.list(scope, options)
+        t.strictSame(
+          entries.map((e) => [e.id, e.title, e.locale]),
+          direct.slice(0, 4).map((e) => [e.id, e.title, e.locale]),
+          `list() returns them (${what})`,
+        )
+      }
+    }
+  }
+  // Spelled out once: past the switch, the translated entry keeps its translation.
+  const deep = await list(t, key, `?limit=3&offset=${DIRECT_MAX_OFFSET}&locale=pt-BR`)
+  t.strictSame(
+    deep.json.data.map((e: { title: string; locale: string }) => `${e.title} ${e.locale}`),
+    [0, 1, 2].map((k) => atPosition(DIRECT_MAX_OFFSET + k)).map((i) => (translated.includes(i) ? `T${i} pt-BR` : `E${i} en`)),
+  )
+  t.equal(deep.json.pagination.has_more, true)
 })

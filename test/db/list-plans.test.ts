@@ -1,6 +1,7 @@
 // Every list query is served by an index in its own order: no Sort node, whatever the filter.
 // (The changelog list has the same check in test/changelog/list-entries.test.ts.)
 import t from 'tap'
+import { DIRECT_MAX_OFFSET } from '../../src/db/repos/changelog.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { hashApiKey } from '../../src/domain/secrets.js'
 import { createProject } from '../helpers/app.js'
@@ -119,4 +120,43 @@ t.test('indexScans reads each index scan with its condition and filter', async (
     { node: 'Index Scan Backward', index: 'a_idx', backward: true, cond: "((project_id = 'p'::text) AND (published_at > now()))", filter: "(labels @> ARRAY['new'::text])" },
     { node: 'Index Only Scan', index: 'b_idx', backward: false, cond: '(id = a.id)', filter: '' },
   ])
+})
+
+t.test('a changelog page takes its plan by depth, and joins translations only for a locale', async (t) => {
+  const { id: projectId, key } = await createProject()
+  const repos = makeRepos((await testDatabase()).db)
+  const repo = repos.changelog
+  const at = new Date('2026-01-01T00:00:00.000Z')
+  const deep = DIRECT_MAX_OFFSET + 1
+  for (const scope of [projectId, { keyHash: hashApiKey(key), beta: false }]) {
+    for (const status of ['published', 'scheduled', 'draft', 'all'] as const) {
+      for (const label of [undefined, 'new']) {
+        for (const locale of [undefined, 'pt-BR']) {
+          for (const position of [{ offset: 0 }, { offset: DIRECT_MAX_OFFSET }, { offset: 0, after: { at, id: 'ch_zzzzzzzzzzzzzzzzzzzzz' } }, { offset: deep }, { offset: 10000 }]) {
+            const what = `${typeof scope === 'string' ? 'by id' : 'by key'}, ${status}, label ${label}, locale ${locale}, ${position.after ? 'cursor' : `offset ${position.offset}`}`
+            const query = repo.listQuery(scope, { status, label, locale, limit: 21, ...position })
+            const scans = indexScans(await explainPlan(query)).filter((s) => s.index.startsWith('changelog_entries_'))
+            if (position.offset < deep) {
+              // Straight from the list's index: one scan of the entries, and the rows come with it.
+              t.equal(scans.length, 1, `one scan of changelog_entries (${what})`)
+              t.equal(scans[0]?.node.startsWith('Index Scan'), true, `the rows read from the list's index (${what})`)
+            } else {
+              // The deferred join: the page's ids from the list's index, then their rows by key.
+              t.equal(scans.length, 2, `two scans of changelog_entries (${what})`)
+              t.match(scans[0]?.index, /^changelog_entries_project_/, `the ids from the list's index (${what})`)
+              t.equal(scans[1]?.index, 'changelog_entries_pkey', `the rows by their key (${what})`)
+            }
+            const text = query.toSQL().sql
+            if (locale) t.match(text, /join "changelog_translations"/, `the translation joined (${what})`)
+            else t.notMatch(text, /changelog_translations/, `no translation without a locale (${what})`)
+          }
+        }
+      }
+    }
+  }
+  for (const locale of [undefined, 'pt-BR']) {
+    const text = repo.getQuery(projectId, 'ch_zzzzzzzzzzzzzzzzzzzzz', locale).toSQL().sql
+    if (locale) t.match(text, /join "changelog_translations"/, 'GET by id in a locale joins its translation')
+    else t.notMatch(text, /changelog_translations/, 'GET by id without a locale reads the entry alone')
+  }
 })
