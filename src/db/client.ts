@@ -72,6 +72,8 @@ export interface DbOptions {
   statementTimeoutMs?: number
   /** Who opens an embedded data directory ("the server", "the admin CLI"), named to a second opener. */
   role?: string
+  /** PostgreSQL only: false runs every statement unnamed (DB_PREPARE), for PgBouncer in transaction mode. */
+  prepare?: boolean
 }
 
 function describePostgres(url: string): string {
@@ -89,6 +91,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       max: options.poolSize ?? 10,
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
+      prepare: options.prepare ?? true,
       connection: { statement_timeout: options.statementTimeoutMs ?? 5000 },
       // The type query postgres.js runs on each new connection drops its error when that
       // connection is killed, crashing the process with an unhandled rejection (porsager/postgres
