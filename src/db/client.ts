@@ -9,6 +9,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
 import { lockDataDir } from './data-dir-lock.js'
+import { withMigrationLock } from './migration-lock.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
 import { PreparedPGlite } from './pglite-prepared.js'
@@ -48,9 +49,6 @@ export interface PoolStats {
   /** Statements or transactions waiting for a slot. */
   waiting: number
 }
-
-/** Serialises migrations of several instances starting at once against one database. */
-const MIGRATION_LOCK = 0x46425f4d // "FB_M"
 
 /**
  * Statements in flight per pooled connection while PostgreSQL answers. postgres.js pipelines: it
@@ -108,17 +106,12 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       kind: 'postgres',
       description: describePostgres(options.databaseUrl),
       async migrate() {
-        // A session lock needs one connection for the lock and the migration alike.
-        const single = postgres(options.databaseUrl!, { max: 1, connect_timeout: options.connectTimeout ?? 5, onnotice: () => {} })
-        try {
-          await single`select pg_advisory_lock(${MIGRATION_LOCK})`
+        const lockOptions = { connectTimeout: options.connectTimeout ?? 5, prepare: options.prepare ?? true }
+        await withMigrationLock(options.databaseUrl!, lockOptions, async (single) => {
           const locked = drizzlePostgres(single, { schema })
           await migratePostgres(locked, { migrationsFolder })
-          // Still under the lock (it is the session's, released when `single` ends).
           await backfill(locked as unknown as Database)
-        } finally {
-          await single.end({ timeout: 5 })
-        }
+        })
       },
       poolStats: () => ({ connections, ...gate.stats() }),
       close: () => client.end({ timeout: 5 }),
