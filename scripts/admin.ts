@@ -7,7 +7,7 @@ import { openDatabase, type DbHandle } from '../src/db/client.js'
 let database: DbHandle | undefined
 try {
   const config = loadConfig()
-  database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, role: 'the admin CLI' })
+  database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, role: 'the admin CLI', prepare: config.dbPrepare })
   process.stderr.write(`Using ${database.description}.\n`)
   await database.migrate()
   const result = await runAdminCommand(process.argv.slice(2), config, database)

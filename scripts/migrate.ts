@@ -4,7 +4,7 @@ import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/client.js'
 
 const config = loadConfig()
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir })
+const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, prepare: config.dbPrepare })
 try {
   await database.migrate()
   console.log(`migrated the ${database.kind} database`)

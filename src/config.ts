@@ -18,6 +18,8 @@ export interface Config {
   readonly dbConnectTimeout: number
   /** Milliseconds any one PostgreSQL statement may run before it is cancelled (503). */
   readonly dbStatementTimeoutMs: number
+  /** Named prepared statements on PostgreSQL; false runs every statement unnamed (PgBouncer in transaction mode). */
+  readonly dbPrepare: boolean
   readonly adminToken: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   /** Requests a minute per API key (and for the admin token). */
@@ -46,6 +48,7 @@ export const defaults: Config = Object.freeze({
   dbPoolSize: 10,
   dbConnectTimeout: 5,
   dbStatementTimeoutMs: 5000,
+  dbPrepare: true,
   adminToken: undefined,
   logLevel: 'info',
   rateLimitPerMinute: 1200,
@@ -86,6 +89,13 @@ export function publicBaseUrl(raw: string | undefined): string | undefined {
   return url.origin
 }
 
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (raw === 'true' || raw === 'false') return raw === 'true'
+  throw new SetupError(`${name} must be true or false, got ${JSON.stringify(raw)}: fix or unset it.`)
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -107,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: integer(env, 'DB_POOL_SIZE', defaults.dbPoolSize, 1, 1000),
     dbConnectTimeout: integer(env, 'DB_CONNECT_TIMEOUT', defaults.dbConnectTimeout, 1, 300),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', defaults.dbStatementTimeoutMs, 100, 600_000),
+    dbPrepare: boolean(env, 'DB_PREPARE', defaults.dbPrepare),
     adminToken,
     logLevel,
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', defaults.rateLimitPerMinute, 1, 1_000_000),

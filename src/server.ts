@@ -75,6 +75,7 @@ try {
     poolSize: config.dbPoolSize,
     connectTimeout: config.dbConnectTimeout,
     statementTimeoutMs: config.dbStatementTimeoutMs,
+    prepare: config.dbPrepare,
     role: 'the server',
   })
   await database.migrate()

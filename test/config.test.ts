@@ -4,6 +4,7 @@ import { defaults, loadConfig } from '../src/config.js'
 t.test('defaults apply when nothing is set', async (t) => {
   t.same(loadConfig({}), defaults)
   t.equal(defaults.requestTimeoutMs, 30_000, 'a request arrives in full within 30 s')
+  t.equal(defaults.dbPrepare, true, 'statements are prepared unless DB_PREPARE=false')
 })
 
 t.test('values are read and typed', async (t) => {
@@ -18,8 +19,9 @@ t.test('values are read and typed', async (t) => {
     AUTH_FAILURES_PER_MINUTE: '5',
     REDIS_URL: 'redis://cache:6379',
     REQUEST_TIMEOUT_MS: '5000',
+    DB_PREPARE: 'false',
   })
-  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, logLevel: 'warn', rateLimitPerMinute: 60, authFailuresPerMinute: 5, redisUrl: 'redis://cache:6379', requestTimeoutMs: 5000 })
+  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, dbPrepare: false, logLevel: 'warn', rateLimitPerMinute: 60, authFailuresPerMinute: 5, redisUrl: 'redis://cache:6379', requestTimeoutMs: 5000 })
   t.ok(Object.isFrozen(config))
 })
 
@@ -34,6 +36,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     AUTH_FAILURES_PER_MINUTE: '0',
     REDIS_URL: 'http://cache',
     REQUEST_TIMEOUT_MS: '0',
+    DB_PREPARE: 'no',
   }
   for (const [name, value] of Object.entries(bad)) t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`)
 })

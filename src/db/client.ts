@@ -9,6 +9,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
 import { lockDataDir } from './data-dir-lock.js'
+import { withMigrationLock } from './migration-lock.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
 import { assertPatchedDriver } from './driver-check.js'
@@ -50,9 +51,6 @@ export interface PoolStats {
   waiting: number
 }
 
-/** Serialises migrations of several instances starting at once against one database. */
-const MIGRATION_LOCK = 0x46425f4d // "FB_M"
-
 /**
  * Statements in flight per pooled connection while PostgreSQL answers. postgres.js pipelines: it
  * sends a statement on a busy connection without waiting for the one before, so PostgreSQL runs
@@ -73,6 +71,8 @@ export interface DbOptions {
   statementTimeoutMs?: number
   /** Who opens an embedded data directory ("the server", "the admin CLI"), named to a second opener. */
   role?: string
+  /** PostgreSQL only: false runs every statement unnamed (DB_PREPARE), for PgBouncer in transaction mode. */
+  prepare?: boolean
 }
 
 function describePostgres(url: string): string {
@@ -91,6 +91,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       max: options.poolSize ?? 10,
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
+      prepare: options.prepare ?? true,
       connection: { statement_timeout: options.statementTimeoutMs ?? 5000 },
       // The type query postgres.js runs on each new connection drops its error when that
       // connection is killed, crashing the process with an unhandled rejection (porsager/postgres
@@ -107,17 +108,12 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       kind: 'postgres',
       description: describePostgres(options.databaseUrl),
       async migrate() {
-        // A session lock needs one connection for the lock and the migration alike.
-        const single = postgres(options.databaseUrl!, { max: 1, connect_timeout: options.connectTimeout ?? 5, onnotice: () => {} })
-        try {
-          await single`select pg_advisory_lock(${MIGRATION_LOCK})`
+        const lockOptions = { connectTimeout: options.connectTimeout ?? 5, prepare: options.prepare ?? true }
+        await withMigrationLock(options.databaseUrl!, lockOptions, async (single) => {
           const locked = drizzlePostgres(single, { schema })
           await migratePostgres(locked, { migrationsFolder })
-          // Still under the lock (it is the session's, released when `single` ends).
           await backfill(locked as unknown as Database)
-        } finally {
-          await single.end({ timeout: 5 })
-        }
+        })
       },
       poolStats: () => ({ connections, ...gate.stats() }),
       close: () => client.end({ timeout: 5 }),

@@ -1,13 +1,18 @@
 // PGlite's query() makes six calls into PostgreSQL for every statement (Parse, Describe, Bind,
-// Describe, Execute, Sync), and PostgreSQL parses and plans the statement again each time: on the
-// benchmark's data a GET by id took 0.35 to 0.55 ms in PGlite alone. This client parses each
-// statement once, under a name, and runs it afterwards with a single call of Bind, Execute and
-// Sync: 0.07 ms. It is what db/prepared.ts does for postgres.js. Our SQL takes every value as a
-// parameter, so the set of distinct statements is small and fixed.
+// Describe, Execute, Sync), and PostgreSQL parses and plans the statement again each time. This
+// client parses each statement once, under a name, and runs it afterwards with one call of Bind,
+// Execute and Sync, as db/prepared.ts has postgres.js do. Measured with
+// scripts/bench/pglite-statements.ts (the app on 10 000 rows, CPU ms a request, PGlite's own
+// query() → this client, runs interleaved on a loaded machine): GET by id 0.82–1.12 → 0.27,
+// enrollment 1.42–2.14 → 0.56, first page 1.79–2.47 → 1.45–1.69. PGlite is the default
+// database, so the client stays.
 //
-// Everything else is PGlite's own: its locks (one statement at a time, none beside a
-// transaction), its value serializers and parsers, its result shape and its errors.
-import { PGlite, protocol, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite'
+// Only PGlite's public API: execProtocolStream() with the protocol's serializers, runExclusive()
+// (its statement lock), its parsers and serializers, and parseResults() for the result's shape.
+// What it adds: a lock of its own for transactions (PGlite keeps its one private), the named
+// statements (a bounded cache, least recently used closed first), and what to do when one
+// stops working (re-parse it; inside a transaction, fail that transaction alone).
+import { Mutex, parse, PGlite, protocol, type PGliteOptions, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite'
 
 const { serialize } = protocol
 
@@ -17,33 +22,61 @@ interface Statement {
   name: string
   /** The parameter types PostgreSQL inferred, to serialize values as PGlite does. */
   paramTypes: number[]
-  /** The result's columns; none for a statement that returns no rows. */
-  fields: { name: string; dataTypeID: number }[]
+  /** The statement's RowDescription, which a run by name does not send again; none when it returns no rows. */
+  description: Message | undefined
 }
 
+/** Named statements kept at most, the least recently used closed first. */
+export const MAX_STATEMENTS = 500
+
 const concat = (parts: Uint8Array[]): Uint8Array => Buffer.concat(parts)
-/** SQLSTATE 0A000 "cached plan must not change result type": the table changed under the statement. */
-const isStalePlan = (error: unknown) => (error as { code?: string }).code === '0A000'
+/**
+ * The cached statement no longer runs: 0A000 "cached plan must not change result type" (a table
+ * it reads changed shape), 26000 "prepared statement does not exist" (something closed it).
+ */
+const isStatementGone = (error: unknown) => ['0A000', '26000'].includes((error as { code?: string }).code ?? '')
 
 export class PreparedPGlite extends PGlite {
+  /** By SQL text, in the order of last use (a hit moves its entry to the end). */
   readonly #statements = new Map<string, Statement>()
+  /** Names evicted or stale, closed with the next Parse (closing one that is gone is no error). */
+  readonly #toClose: string[] = []
+  /**
+   * One transaction, or one statement outside any, at a time. PGlite takes a lock of its own for
+   * this that it keeps private; every way in that begins a transaction here (transaction())
+   * takes this one, so a statement outside a transaction never runs inside another's.
+   */
+  readonly #outside = new Mutex()
+  readonly #maxStatements: number
   #named = 0
   #pending = 0
+
+  constructor(dataDir?: string, options?: PGliteOptions, { maxStatements = MAX_STATEMENTS }: { maxStatements?: number } = {}) {
+    // PGlite reads its options from the first argument unless that is a data directory.
+    super({ ...options, ...(dataDir === undefined ? {} : { dataDir }) })
+    this.#maxStatements = maxStatements
+  }
 
   /** Statements and transactions running or waiting for PGlite's one connection (the pool's view, for the metrics). */
   get pending(): number {
     return this.#pending
   }
 
+  /** Named statements held now (at most MAX_STATEMENTS). */
+  get preparedStatements(): number {
+    return this.#statements.size
+  }
+
   override async query<T>(text: string, params: unknown[] = [], options?: QueryOptions): Promise<Results<T>> {
     this.#pending++
     try {
       if (options?.blob || options?.paramTypes) return await super.query<T>(text, params, options)
-      await this._checkReady()
-      const results = await this._runExclusiveTransaction(() => this.#run<T>(text, params, options))
-      // As PGlite's own query: outside a transaction, what the statement wrote reaches the file system.
-      await this.syncToFs()
-      return results
+      // PGlite runs a query of its own before it is ready; its `ready` is true by then.
+      if (!this.ready) {
+        if (this.closed) throw new Error('PGlite is closed')
+        await this.waitReady
+      }
+      return await this.#outside.runExclusive(() => this.#run<T>(text, params, options, false))
     } finally {
       this.#pending--
     }
@@ -52,77 +85,91 @@ export class PreparedPGlite extends PGlite {
   override async transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
     this.#pending++
     try {
-      return await super.transaction((tx) => {
-        // The transaction already holds PGlite's lock: its statements take only the statement lock.
-        const query = <R>(text: string, params?: unknown[], options?: QueryOptions) =>
-          options?.blob || options?.paramTypes ? tx.query<R>(text, params, options) : this.#run<R>(text, params ?? [], options)
-        return callback(Object.assign(Object.create(tx) as Transaction, { query }))
-      })
+      return await this.#outside.runExclusive(() =>
+        super.transaction((tx) => {
+          const query = <R>(text: string, params?: unknown[], options?: QueryOptions) =>
+            options?.blob || options?.paramTypes ? tx.query<R>(text, params, options) : this.#run<R>(text, params ?? [], options, true)
+          return callback(Object.assign(Object.create(tx) as Transaction, { query }))
+        }),
+      )
     } finally {
       this.#pending--
     }
   }
 
-  #run<T>(text: string, params: unknown[], options: QueryOptions | undefined): Promise<Results<T>> {
-    return this._runExclusiveQuery(async () => {
-      let statement = this.#statements.get(text) ?? (await this.#prepare(text))
+  #run<T>(text: string, params: unknown[], options: QueryOptions | undefined, inTransaction: boolean): Promise<Results<T>> {
+    return this.runExclusive(async () => {
+      let statement = this.#cached(text) ?? (await this.#prepare(text))
       let messages: Message[]
       try {
-        messages = await this.#execute(statement, params, options)
+        messages = await this.#execute(statement, params, options, inTransaction)
       } catch (error) {
-        if (!isStalePlan(error)) throw error
-        await this.execProtocolStream(concat([serialize.close({ type: 'S', name: statement.name }), serialize.sync()]), { syncToFs: false })
+        if (!isStatementGone(error)) throw error
+        // Forgotten either way, so that the next call parses the statement again; when one is
+        // missing (DEALLOCATE ALL, DISCARD ALL), so are the others, most likely.
+        if ((error as { code?: string }).code === '26000') for (const [other, gone] of this.#statements) this.#forget(other, gone)
+        else this.#forget(text, statement)
+        // Inside a transaction the error has aborted it: nothing more runs there, so the
+        // transaction fails with this error and its caller may retry it whole.
+        if (inTransaction) throw error
         statement = await this.#prepare(text)
-        messages = await this.#execute(statement, params, options)
+        messages = await this.#execute(statement, params, options, inTransaction)
       }
       return this.#results<T>(statement, messages, options)
     })
   }
 
   /**
-   * PGlite's result shape, as its parseResults() builds it for one statement. Its parsers are
-   * chosen once a column here; parseResults() copies the whole parser table (every type and its
-   * array type) for every statement that brings parsers of its own, as Drizzle's all do.
+   * PGlite's own parseResults(), given the RowDescription the run by name did not send. It
+   * copies PGlite's whole parser table (318 types) for every statement that brings parsers of
+   * its own, as every one of Drizzle's does; handed a table that inherits PGlite's instead, and
+   * no parsers of the statement's own, it reads the same parsers without the copy.
    */
   #results<T>(statement: Statement, messages: Message[], options: QueryOptions | undefined): Results<T> {
-    const { fields } = statement
-    const parsers = fields.map(({ dataTypeID }) => options?.parsers?.[dataTypeID] ?? this.parsers[dataTypeID])
-    const value = (text: string | null, i: number) => (text === null ? null : parsers[i] ? parsers[i]!(text, fields[i]!.dataTypeID) : text)
-    const rows: unknown[] = []
-    let command: string | undefined
-    let rowCount = NaN
-    for (const message of messages) {
-      if (message.name === 'dataRow') {
-        const texts = (message as unknown as { fields: (string | null)[] }).fields
-        rows.push(options?.rowMode === 'array' ? texts.map(value) : Object.fromEntries(texts.map((text, i) => [fields[i]!.name, value(text, i)])))
-      } else if (message.name === 'commandComplete') {
-        // A tag that carries a row count ends in it ("SELECT 2", "UPDATE 3", "INSERT 0 5").
-        const words = (message as unknown as { text: string }).text.split(' ')
-        command = words[0]
-        rowCount = parseInt(words.at(-1)!, 10)
-      }
+    const all = statement.description ? [statement.description, ...messages] : messages
+    if (!options?.parsers) return parse.parseResults(all, this.parsers, options)[0] as Results<T>
+    const { parsers, ...rest } = options
+    return parse.parseResults(all, Object.assign(Object.create(this.parsers) as PGlite['parsers'], parsers), rest)[0] as Results<T>
+  }
+
+  #cached(text: string): Statement | undefined {
+    const statement = this.#statements.get(text)
+    if (statement) {
+      this.#statements.delete(text)
+      this.#statements.set(text, statement)
     }
-    const affectedRows = command && ['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE'].includes(command) ? rowCount : 0
-    return { rows, fields, affectedRows, ...(command ? { command } : {}), ...(Number.isNaN(rowCount) ? {} : { rowCount }) } as Results<T>
+    return statement
+  }
+
+  #forget(text: string, statement: Statement) {
+    if (this.#statements.get(text) === statement) this.#statements.delete(text)
+    this.#toClose.push(statement.name)
   }
 
   async #prepare(text: string): Promise<Statement> {
     const name = `pglite_${++this.#named}`
-    const messages = await this.execProtocolStream(concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]), {
-      syncToFs: false,
-    })
-    const params = messages.find((m) => m.name === 'parameterDescription') as unknown as { dataTypeIDs: number[] } | undefined
-    const row = messages.find((m) => m.name === 'rowDescription') as unknown as { fields: { name: string; dataTypeID: number }[] } | undefined
-    const statement: Statement = {
-      name,
-      paramTypes: params?.dataTypeIDs ?? [],
-      fields: row?.fields.map(({ name, dataTypeID }) => ({ name, dataTypeID })) ?? [],
+    if (this.#statements.size >= this.#maxStatements) {
+      const [oldest, evicted] = this.#statements.entries().next().value!
+      this.#forget(oldest, evicted)
     }
+    const closing = this.#toClose.splice(0)
+    let messages: Message[]
+    try {
+      const close = closing.map((old) => serialize.close({ type: 'S', name: old }))
+      messages = await this.execProtocolStream(concat([...close, serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]), {
+        syncToFs: false,
+      })
+    } catch (error) {
+      this.#toClose.push(...closing)
+      throw error
+    }
+    const params = messages.find((m) => m.name === 'parameterDescription') as unknown as { dataTypeIDs: number[] } | undefined
+    const statement: Statement = { name, paramTypes: params?.dataTypeIDs ?? [], description: messages.find((m) => m.name === 'rowDescription') }
     this.#statements.set(text, statement)
     return statement
   }
 
-  #execute(statement: Statement, params: unknown[], options: QueryOptions | undefined): Promise<Message[]> {
+  #execute(statement: Statement, params: unknown[], options: QueryOptions | undefined, inTransaction: boolean): Promise<Message[]> {
     const values = params.map((param, i) => {
       if (param === null || param === undefined) return null
       const type = statement.paramTypes[i]!
@@ -130,6 +177,7 @@ export class PreparedPGlite extends PGlite {
       return serializer ? serializer(param) : String(param)
     })
     const message = concat([serialize.bind({ statement: statement.name, values }), serialize.execute({}), serialize.sync()])
-    return this.execProtocolStream(message, { syncToFs: false })
+    // As PGlite's own query(): outside a transaction, what the statement wrote reaches the file system.
+    return this.execProtocolStream(message, { syncToFs: !inTransaction })
   }
 }

@@ -66,3 +66,76 @@ t.test('a statement whose table changed shape is parsed again', async (t) => {
   await pg.exec('alter table notes add column extra text')
   t.same(Object.keys((await pg.query(text, [1])).rows[0] as object), ['id', 'body', 'tags', 'at', 'done', 'extra'])
 })
+
+t.test('a statement whose table changed shape inside a transaction fails that transaction alone, with 0A000', async (t) => {
+  // The sequence of issue #13: a cached plan goes stale, the same SQL runs inside a transaction
+  // (PostgreSQL aborts it with 0A000), then runs again, inside and outside transactions.
+  await pg.exec(`create table shapes (id int primary key, a text)`)
+  await pg.exec(`insert into shapes values (1, 'one')`)
+  const text = 'select * from shapes where id = $1'
+  t.same((await pg.query(text, [1])).rows, [{ id: 1, a: 'one' }], 'cached')
+  await pg.exec('alter table shapes add column b text')
+
+  await t.rejects(
+    pg.transaction(async (tx) => {
+      await tx.query('update shapes set a = $1 where id = $2', ['changed', 1])
+      await tx.query(text, [1])
+    }),
+    { code: '0A000' },
+    "the transaction fails with PostgreSQL's own error, not 25P02",
+  )
+  t.same((await pg.query(text, [1])).rows, [{ id: 1, a: 'one', b: null }], 'the same SQL runs afterwards, parsed again; the update was rolled back')
+  const inside = await pg.transaction(async (tx) => (await tx.query(text, [1])).rows)
+  t.same(inside, [{ id: 1, a: 'one', b: null }], 'and inside a transaction')
+
+  await pg.exec('alter table shapes add column c int')
+  t.same((await pg.query(text, [1])).rows, [{ id: 1, a: 'one', b: null, c: null }], 'outside a transaction a stale plan is parsed again and the statement retried')
+})
+
+t.test('a statement closed behind its back (DEALLOCATE ALL) is parsed again', async (t) => {
+  const text = 'select body from notes where id = $1'
+  const other = 'select id from notes where id = $1'
+  t.same((await pg.query(text, [1])).rows, [{ body: 'first' }])
+  t.same((await pg.query(other, [1])).rows, [{ id: 1 }])
+  await pg.exec('deallocate all')
+  t.same((await pg.query(text, [1])).rows, [{ body: 'first' }], 'outside a transaction')
+  await pg.exec('deallocate all')
+  await t.rejects(pg.transaction((tx) => tx.query(text, [1])), { code: '26000' }, 'inside one, it fails that transaction')
+  t.same(await pg.transaction(async (tx) => (await tx.query(text, [1])).rows), [{ body: 'first' }], 'and runs in the next')
+  t.same(await pg.transaction(async (tx) => (await tx.query(other, [1])).rows), [{ id: 1 }], 'as do the others it had cached, all gone alike')
+})
+
+t.test('the named statements are bounded: the least recently used is closed', async (t) => {
+  const small = new PreparedPGlite(undefined, undefined, { maxStatements: 3 })
+  t.teardown(() => small.close())
+  const held = async () => (await PGlite.prototype.query.call(small, 'select count(*)::int as n from pg_prepared_statements')).rows
+  const texts = [1, 2, 3, 4, 5].map((n) => `select ${n} as n where $1::int is not null`)
+  for (const text of texts) await small.query(text, [1])
+  t.equal(small.preparedStatements, 3, 'three kept')
+  t.same(await held(), [{ n: 3 }], 'and no more in PostgreSQL')
+  await small.query(texts[2]!, [1]) // used: now the most recent
+  await small.query(texts[0]!, [1]) // evicted earlier: parsed again, evicting texts[3]
+  const { rows } = await PGlite.prototype.query.call(small, 'select statement from pg_prepared_statements order by statement')
+  t.same(
+    rows.map((row) => (row as { statement: string }).statement),
+    [texts[0], texts[2], texts[4]],
+    'the least recently used went first',
+  )
+  for (const text of texts) t.same((await small.query(text, [1])).rows.length, 1, 'each still answers')
+})
+
+t.test('a statement outside a transaction waits for the transaction to end, never runs inside it', async (t) => {
+  const count = 'select count(*)::int as n from notes where id = $1'
+  let outside: Promise<unknown> | undefined
+  await t.rejects(
+    pg.transaction(async (tx) => {
+      await tx.query('insert into notes (id, body) values ($1, $2)', [20, 'uncommitted'])
+      outside = pg.query(count, [20])
+      // The transaction's statements go on meanwhile, each taking PGlite's statement lock in turn.
+      for (let i = 0; i < 3; i++) await tx.query('select $1::int as i', [i])
+      throw new Error('roll back')
+    }),
+    { message: 'roll back' },
+  )
+  t.same(((await outside) as { rows: unknown[] }).rows, [{ n: 0 }], 'it ran after the rollback, and did not see the row')
+})

@@ -5,6 +5,7 @@ import { sql, type SQLWrapper } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import t from 'tap'
+import { loadConfig } from '../../src/config.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
 
 let shared: Promise<DbHandle> | undefined
@@ -12,7 +13,8 @@ let shared: Promise<DbHandle> | undefined
 export function testDatabase(): Promise<DbHandle> {
   if (!shared) {
     shared = (async () => {
-      const handle = await openDatabase({ databaseUrl: process.env.DATABASE_URL || undefined, poolSize: 10 })
+      // DB_PREPARE=false: the CI step that runs tests through PgBouncer in transaction mode.
+      const handle = await openDatabase({ databaseUrl: process.env.DATABASE_URL || undefined, poolSize: 10, prepare: loadConfig().dbPrepare })
       await handle.migrate()
       return handle
     })()

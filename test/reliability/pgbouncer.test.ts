@@ -1,0 +1,77 @@
+// The server behind PgBouncer (the Debian package, 1.18) in transaction pooling mode, which gives
+// each transaction, or each statement outside one, whichever server connection is free: with
+// DB_PREPARE=false every statement runs unnamed, and nothing depends on a session. Runs on a
+// new database of its own, migrated through PgBouncer; fails, never skips, when PgBouncer or
+// PostgreSQL cannot be started or reached. (CI also runs the contract tests through it: .ci/pgbouncer.)
+import { readdirSync } from 'node:fs'
+import { sql } from 'drizzle-orm'
+import postgres from 'postgres'
+import t from 'tap'
+import { buildApp } from '../../src/app.js'
+import { defaults } from '../../src/config.js'
+import { openDatabase } from '../../src/db/client.js'
+import { rowsOf } from '../../src/db/results.js'
+import { makeRepos } from '../../src/db/repos/index.js'
+import { migrationsFolder } from '../../src/paths.js'
+import { call } from '../helpers/app.js'
+import { freshPostgresDatabase } from '../helpers/db.js'
+import { startPgbouncer } from '../helpers/pgbouncer.js'
+
+const direct = await freshPostgresDatabase(t)
+const bouncer = await startPgbouncer(direct)
+const url = bouncer.url(direct)
+const admin = postgres(direct, { max: 1, onnotice: () => {} })
+// tap runs teardowns last in, first out: the pools below close first, then PgBouncer, then the database goes.
+t.teardown(async () => {
+  await admin.end({ timeout: 5 })
+  await bouncer.stop()
+})
+
+const open = async (poolSize: number) => {
+  const handle = await openDatabase({ databaseUrl: url, poolSize, prepare: false })
+  t.teardown(() => handle.close())
+  return handle
+}
+
+t.test('two instances migrate at once through PgBouncer, and no lock outlives the migration', async (t) => {
+  const [a, b] = await Promise.all([open(2), open(2)])
+  await Promise.all([a.migrate(), b.migrate()])
+  const applied = await admin`select count(*)::int as n from drizzle.__drizzle_migrations`
+  t.equal(applied[0]!.n, readdirSync(migrationsFolder).filter((file) => file.endsWith('.sql')).length, 'each migration applied once')
+  // A session's advisory lock would stay with the server connection PgBouncer gave it, held
+  // after the migration, and the next instance to start would wait for it forever.
+  const locks = await admin`select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`
+  t.same(locks, [{ n: 0 }], 'no advisory lock held once both have returned')
+  await a.migrate()
+  t.pass('a third migration does not wait')
+})
+
+t.test('the app with DB_PREPARE=false: concurrent writes, reads and transactions through PgBouncer', async (t) => {
+  const handle = await open(10)
+  const app = await buildApp({ ...defaults, logLevel: 'silent', databaseUrl: url, dbPrepare: false, rateLimitPerMinute: 1_000_000 }, handle)
+  t.teardown(() => app.close())
+  const { apiKey: key } = await makeRepos(handle.db).projects.create({ name: 'Behind PgBouncer', plan: 'pro', beta_enabled: true })
+
+  // Ten pooled connections, each pipelining several statements while PostgreSQL answers.
+  const created = await Promise.all(
+    Array.from({ length: 40 }, (_, i) => call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: `Entry ${i}`, status: 'published' } })),
+  )
+  t.same([...new Set(created.map((r) => r.status))], [201], 'every write answered 201')
+  const ids = created.map((r) => r.json.data.id as string)
+  const read = await Promise.all(ids.map((id) => call(t, app, { url: `/v1/changelog/${id}`, key })))
+  t.same([...new Set(read.map((r) => r.status))], [200], 'every read answered 200')
+  t.same(read.map((r) => r.json.data.id), ids, 'each read its own entry')
+  const page = await call(t, app, { url: '/v1/changelog?limit=50', key })
+  t.equal(page.json.data.length, 40, 'the list sees all of them')
+
+  // Enrollment runs in a transaction; 30 at once, of 10 addresses, settle into 10 testers.
+  const program = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Pooled', status: 'active' } })
+  const enrolled = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      call(t, app, { method: 'POST', url: `/v1/beta/programs/${program.json.data.id}/testers`, key, body: { email: `t${i % 10}@example.com` } }),
+    ),
+  )
+  t.same(enrolled.map((r) => r.status).sort(), [...Array(10).fill(201), ...Array(20).fill(200)].sort(), '10 × 201, 20 × 200')
+  const testers = rowsOf<{ n: number }>(await handle.db.execute(sql`select count(*)::int as n from beta_testers where beta_program_id = ${program.json.data.id}`))
+  t.same(testers, [{ n: 10 }])
+})
