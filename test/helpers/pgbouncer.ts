@@ -13,10 +13,21 @@ export interface Pgbouncer {
   stop(): Promise<void>
 }
 
+const installed = () => ['pgbouncer', '/usr/sbin/pgbouncer'].find((candidate) => spawnSync(candidate, ['--version'], { stdio: 'ignore' }).status === 0)
+
+/**
+ * The pgbouncer command. On a fresh machine it is installed from the Debian package when the
+ * tests run as root (as CI and this project's machines do), so that `npm test` needs no manual
+ * step; otherwise the error says what to install.
+ */
 function binary(): string {
-  for (const candidate of ['pgbouncer', '/usr/sbin/pgbouncer']) {
-    if (spawnSync(candidate, ['--version'], { stdio: 'ignore' }).status === 0) return candidate
+  let found = installed()
+  if (!found && process.getuid?.() === 0) {
+    const apt = (...args: string[]) => spawnSync('apt-get', args, { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0
+    if (!apt('install', '-y', 'pgbouncer')) apt('update') && apt('install', '-y', 'pgbouncer')
+    found = installed()
   }
+  if (found) return found
   throw new Error('pgbouncer is not installed: apt-get install -y pgbouncer (it is needed to test DB_PREPARE=false behind PgBouncer)')
 }
 
