@@ -75,6 +75,7 @@ try {
     poolSize: config.dbPoolSize,
     connectTimeout: config.dbConnectTimeout,
     statementTimeoutMs: config.dbStatementTimeoutMs,
+    statementDeadlineMs: config.dbStatementDeadlineMs,
     role: 'the server',
   })
   await database.migrate()
