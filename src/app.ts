@@ -238,7 +238,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   registerConditionalRequests(app)
-  registerIdempotency(app, ctx)
+  registerIdempotency(app)
   // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)
   registerRoutes(app, ctx, handlers, guard)
