@@ -152,7 +152,7 @@ class Watched {
   timer: unknown
   /** TLS: the bytes are opaque past the SSLRequest. */
   opaque = false
-  /** The driver said goodbye (Terminate), or the gate closed it: its close is no failure. */
+  /** The driver said goodbye (Terminate), the gate closed it, or its loss was counted: no (further) failure. */
   leaving = false
   /** The last error on the socket, or the FATAL code PostgreSQL sent before closing. */
   lastError: string | undefined
@@ -317,29 +317,38 @@ export class ConnectGate {
       if (c.owesAnswer && c.started) this.startWaiting(c)
       else c.waitingSince = undefined
     })
+    // The driver fails the connection's statements on 'error', and a socket's 'close' may come
+    // later still: the gate must know first, so that their 503s are counted in the outage.
     socket.on('error', (error: NodeJS.ErrnoException) => {
       c.lastError ??= error.code ?? error.message
+      this.lost(c)
     })
     socket.on('close', () => {
       this.connections.delete(c)
       if (c.timer !== undefined) this.clock.clearTimeout(c.timer)
       if (c.probe) this.probing = false
-      if (c.leaving) return
-      if (!c.started) {
-        // 28P01 and the like: PostgreSQL answered, the login is wrong. Not an outage.
-        if (c.startupError && !UNAVAILABLE_AT_STARTUP.test(c.startupError)) return
-        this.trip(
-          c.startupError
-            ? `PostgreSQL refused the connection (${c.startupError})`
-            : c.lastError
-              ? `cannot connect (${c.lastError})`
-              : 'no answer to a new connection within DB_CONNECT_TIMEOUT',
-        )
-        return
-      }
-      if (c.lastError && ROUTINE_FATAL.has(c.lastError)) return
-      this.trip(`connection lost (${c.lastError ?? 'closed by the other end'})`)
+      this.lost(c)
     })
+  }
+
+  /** A connection ended: a failure unless it was asked to end (once per connection). */
+  private lost(c: Watched) {
+    if (c.leaving) return
+    c.leaving = true
+    if (!c.started) {
+      // 28P01 and the like: PostgreSQL answered, the login is wrong. Not an outage.
+      if (c.startupError && !UNAVAILABLE_AT_STARTUP.test(c.startupError)) return
+      this.trip(
+        c.startupError
+          ? `PostgreSQL refused the connection (${c.startupError})`
+          : c.lastError
+            ? `cannot connect (${c.lastError})`
+            : 'no answer to a new connection within DB_CONNECT_TIMEOUT',
+      )
+      return
+    }
+    if (c.lastError && ROUTINE_FATAL.has(c.lastError)) return
+    this.trip(`connection lost (${c.lastError ?? 'closed by the other end'})`)
   }
 
   /** Restarts the deadline: the connection owes an answer from now (or made progress now). */
