@@ -14,6 +14,7 @@ import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
+import { COOL_DOWN_MS, systemClock, type Clock } from '../../src/db/gate.js'
 import type { CallOptions } from '../helpers/app.js'
 import { specProblems } from '../helpers/spec-check.js'
 import { faultProxy } from './fixtures/fault-proxy.js'
@@ -33,7 +34,7 @@ interface LogLine {
   [field: string]: unknown
 }
 
-async function appBehindProxy(t: Test, options: { statementDeadlineMs?: number } = {}) {
+async function appBehindProxy(t: Test, options: { statementDeadlineMs?: number; clock?: Clock } = {}) {
   // The schema and a project, made directly: the app's own connections go through the proxy.
   const direct = await openDatabase({ databaseUrl: DATABASE_URL, poolSize: 1, connectTimeout: 5 })
   t.teardown(() => direct.close())
@@ -49,6 +50,7 @@ async function appBehindProxy(t: Test, options: { statementDeadlineMs?: number }
     statementTimeoutMs: STATEMENT_TIMEOUT_MS,
     statementDeadlineMs: options.statementDeadlineMs ?? DEADLINE_MS,
     readyDeadlineMs: READY_DEADLINE_MS,
+    clock: options.clock,
   })
   if (previous === undefined) delete process.env.PGAPPNAME
   else process.env.PGAPPNAME = previous
@@ -227,9 +229,13 @@ t.test('a cut (connections reset, new ones refused): 503 at once; service resume
   checkLog(t, lines, answers.length, /ECONNRESET|closed/)
 })
 
-t.test('a silent host after a reset, 20 requests in flight: each 503 within the connect timeout + 1 s of the reset', async (t) => {
+t.test('a silent host after a reset, 20 requests in flight and 20 more: each 503 within the connect timeout + 1 s, no connection attempt while cooling down', async (t) => {
+  // The gate's clock stops when told, so that the cool-down lasts as long as the test needs it.
+  let stoppedAt: number | undefined
+  let skipped = 0
+  const clock: Clock = { ...systemClock, now: () => (stoppedAt ?? systemClock.now()) + skipped }
   // A deadline far away: what answers these requests is the reset, then the fail-fast gate.
-  const { app, proxy, project, lines } = await appBehindProxy(t, { statementDeadlineMs: 60_000 })
+  const { app, proxy, project, lines } = await appBehindProxy(t, { statementDeadlineMs: 60_000, clock })
   await warmUp(t, app, project.key)
 
   proxy.partition()
@@ -238,17 +244,31 @@ t.test('a silent host after a reset, 20 requests in flight: each 503 within the 
   // In flight: every pooled connection has sent its statements and waits for the answers.
   while (proxy.heldConnections() < 4 && performance.now() - started < 10_000) await sleep(20)
   t.equal(proxy.heldConnections(), 4, 'the requests are in flight on all four connections')
+  stoppedAt = systemClock.now()
   proxy.silent()
   const resetAt = performance.now()
   const answers = await Promise.all(inFlight)
   const afterReset = answers.map((a) => ({ ...a, ms: started + a.ms - resetAt }))
   checkAllRefused(t, afterReset, CONNECT_TIMEOUT_S * 1000 + 1000 + SLACK_MS)
-  const next = await timed(app, 'GET /readyz', { url: '/readyz' })
-  t.equal(next.status, 503, '/readyz answers 503 while the host is silent')
+
+  // The reset tripped the gate: while it cools down, new requests are refused without trying
+  // the silent host (each attempt would wait the connect timeout, and the queued ones behind it).
+  const accepted = proxy.accepted()
+  const next = await Promise.all([...traffic(app, project.key, 20), timed(app, 'GET /readyz', { url: '/readyz' })])
+  checkAllRefused(t, next, CONNECT_TIMEOUT_S * 1000 + 1000 + SLACK_MS)
+  t.equal(proxy.accepted(), accepted, 'no connection was attempted for them')
+
+  // Once the cool-down is over, one request probes: the silent host has it answered 503 after the connect timeout.
+  stoppedAt = undefined
+  skipped = COOL_DOWN_MS
+  const probe = await timed(app, 'GET /readyz', { url: '/readyz' })
+  t.equal(proxy.accepted(), accepted + 1, 'one connection attempt probes the host')
+  t.equal(probe.status, 503, '/readyz still answers 503 while the host is silent')
+  t.ok(probe.ms <= CONNECT_TIMEOUT_S * 1000 + 1000 + SLACK_MS, `within the connect timeout + 1 s (${Math.round(probe.ms)} ms)`)
 
   proxy.restore()
   await recovers(t, app, project.key)
-  checkLog(t, lines, answers.length, /ECONNRESET|closed/)
+  checkLog(t, lines, answers.length + next.length, /ECONNRESET|closed/)
 })
 
 t.test('an answer lost after its commit: the retry with the same Idempotency-Key gets the committed record', async (t) => {
