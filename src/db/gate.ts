@@ -61,6 +61,7 @@ export interface GateOptions {
 /** An error the error handler answers with 503 unavailable (SQLSTATE class 08, connection exception). */
 export const connectionError = (code: '08001' | '08006', message: string) => Object.assign(new Error(message), { code })
 
+const CANCEL_REQUEST = 80877102
 const SSL_REQUEST = 80877103
 const GSSENC_REQUEST = 80877104
 /** FATAL errors that end a session without anything being wrong with the database. */
@@ -266,6 +267,7 @@ export class ConnectGate {
         if (type === 0) {
           const code = body && body.length >= 4 ? body.readUInt32BE(0) : 0
           if (code === SSL_REQUEST || code === GSSENC_REQUEST) c.opaque = true
+          else if (code === CANCEL_REQUEST) c.leaving = true // answered by closing the connection
           else c.owed++ // the startup ends with a ReadyForQuery
         } else if (type === 0x53 || type === 0x51) c.owed++ // Sync, Query
         else if (type === 0x58) c.leaving = true // Terminate

@@ -124,11 +124,15 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
   pool('db_pool_connections', 'Connections the database pool may open (DB_POOL_SIZE; 1 for the embedded database).', (s) => s.connections)
   pool(
     'db_pool_slots',
-    'Statements or transactions that may run at once: on PostgreSQL one per connection until it answers, then 8 pipelined per connection; 1 for the embedded database.',
+    'Statements or transactions that may run at once: on PostgreSQL 8 pipelined per connection; 1 for the embedded database.',
     (s) => s.slots,
   )
-  pool('db_pool_slots_in_use', 'Statements or transactions running now.', (s) => s.inUse)
-  pool('db_pool_waiting', 'Statements or transactions waiting for a free slot.', (s) => s.waiting)
+  pool('db_pool_slots_in_use', 'Connections running a statement or holding a transaction now (the embedded database: 1 while busy).', (s) => s.inUse)
+  pool(
+    'db_pool_waiting',
+    'Statements waiting: on PostgreSQL, sent behind another on its connection; on the embedded database, for its one connection.',
+    (s) => s.waiting,
+  )
 
   return {
     /** Counts an answered request (the onResponse hook; the router's own errors skip hooks and call it themselves). */

@@ -211,8 +211,14 @@ t.test('connect failures trip: refused, silent (no answer to the startup), serve
   }
 })
 
-t.test('what is no outage: the driver closing a connection, a wrong password, a session timeout', async (t) => {
+t.test('what is no outage: the driver closing a connection, a wrong password, a session timeout, a cancel request', async (t) => {
   const { gate, open, events } = setup()
+  const cancel = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  const request = Buffer.alloc(16)
+  request.writeUInt32BE(16, 0)
+  request.writeUInt32BE(80877102, 4)
+  cancel.write(request)
+  cancel.destroy() // PostgreSQL answers a cancel request by closing the connection
   const closing = open()
   closing.end(message('X'))
   closing.destroy()
