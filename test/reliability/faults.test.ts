@@ -9,11 +9,15 @@
 // waits for the fault to end, which the test makes last longer than any bound.
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
+import type { Sql } from 'postgres'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
+import { sqlState } from '../../src/db/results.js'
+import { isUnavailable } from '../../src/http/errors.js'
 import { COOL_DOWN_MS, systemClock, type Clock } from '../../src/db/gate.js'
 import type { CallOptions } from '../helpers/app.js'
 import { specProblems } from '../helpers/spec-check.js'
@@ -73,7 +77,7 @@ async function appBehindProxy(t: Test, options: { statementDeadlineMs?: number; 
     await app.close()
     await handle.close()
   })
-  return { app, proxy, project, lines, direct }
+  return { app, proxy, project, lines, direct, handle }
 }
 
 interface Answer {
@@ -278,13 +282,15 @@ t.test('an answer lost after its commit: the retry with the same Idempotency-Key
 
   // PostgreSQL's CommandComplete for COMMIT: the transaction is durable when it is sent.
   const lost = proxy.loseAnswer(/C\x00\x00\x00\x0bCOMMIT\x00/)
+  let wasLost = false
+  void lost.then(() => (wasLost = true))
   const first = await timed(app, 'POST /v1/changelog', request)
   t.equal(first.status, 503, 'the answer was lost: 503 unavailable')
   t.same(first.offSpec, [], 'matching openapi.yaml')
-  await lost
+  await Promise.resolve()
+  if (!t.ok(wasLost, 'the write committed in a transaction whose COMMIT answer the proxy dropped')) return
   const [row] = (await direct.db.execute(
-    // eslint-disable-next-line drizzle/enforce-delete-with-where
-    (await import('drizzle-orm')).sql`select id from changelog_entries where project_id = ${project.id} and title = ${title}`,
+    sql`select id from changelog_entries where project_id = ${project.id} and title = ${title}`,
   )) as unknown as { id: string }[]
   t.ok(row, 'yet the write was committed')
 
@@ -301,7 +307,47 @@ t.test('an answer lost after its commit: the retry with the same Idempotency-Key
   t.equal(retry.json?.data?.title, title)
   t.same(retry.offSpec, [], 'matching openapi.yaml')
   const count = (await direct.db.execute(
-    (await import('drizzle-orm')).sql`select count(*)::int as n from changelog_entries where project_id = ${project.id} and title = ${title}`,
+    sql`select count(*)::int as n from changelog_entries where project_id = ${project.id} and title = ${title}`,
   )) as unknown as { n: number }[]
   t.equal(count[0]?.n, 1, 'one row, whatever the number of retries')
+})
+
+t.test('every way of sending a statement passes the gate: a query, .values(), .raw(), .execute(), a transaction, reserve()', async (t) => {
+  const { proxy, handle } = await appBehindProxy(t)
+  const db = handle.db
+  const client = (db as unknown as { $client: Sql }).$client
+  const ways: [string, () => Promise<unknown>][] = [
+    ['db.execute (Drizzle: unsafe)', () => db.execute(sql`select 1 as one`)],
+    ['db.select (Drizzle: unsafe().values())', () => db.select({ one: sql<number>`1` }).from(sql`(select 1) as t`)],
+    ['db.transaction (Drizzle: begin)', () => db.transaction((tx) => tx.execute(sql`select 1 as one`))],
+    ['unsafe().raw()', () => client.unsafe('select 1 as one').raw()],
+    ['unsafe().execute()', () => client.unsafe('select 1 as one').execute()],
+    ['reserve()', async () => {
+      const reserved = await client.reserve()
+      try {
+        return await reserved`select 1 as one`
+      } finally {
+        reserved.release()
+      }
+    }],
+  ]
+  for (const [label, run] of ways) t.ok(await run(), `${label} works through the gate`)
+
+  proxy.partition()
+  const outcomes = await Promise.all(
+    ways.map(async ([label, run]) => {
+      const started = performance.now()
+      const outcome = await run().then(
+        () => 'answered',
+        (error: unknown) => `${isUnavailable(error) ? 'unavailable' : 'other error'} (${sqlState(error)})`,
+      )
+      return { label, outcome, ms: performance.now() - started }
+    }),
+  )
+  const limitMs = DEADLINE_MS + CONNECT_TIMEOUT_S * 1000 + SLACK_MS
+  t.same(
+    outcomes.filter((o) => !o.outcome.startsWith('unavailable') || o.ms > limitMs).map((o) => `${o.label}: ${o.outcome} after ${Math.round(o.ms)} ms`),
+    [],
+    `during a partition each fails as unavailable (503) within ${limitMs} ms: ${outcomes.map((o) => `${o.label} ${o.outcome} ${Math.round(o.ms)} ms`).join(', ')}`,
+  )
 })
