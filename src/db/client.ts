@@ -12,7 +12,7 @@ import { lockDataDir } from './data-dir-lock.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
 import { PreparedPGlite } from './pglite-prepared.js'
-import { ConnectGate, connectionError, systemClock, type Availability, type Clock } from './gate.js'
+import { ConnectGate, connectionError, systemClock, type Availability, type Clock, type TlsMode } from './gate.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema.js'
@@ -106,12 +106,21 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl) {
     const statementTimeoutMs = options.statementTimeoutMs ?? 5000
     const clock = options.clock ?? systemClock
-    const gate = new ConnectGate({ statementDeadlineMs: options.statementDeadlineMs ?? statementTimeoutMs + 1000, keepAliveMs: KEEP_ALIVE_S * 1000, clock })
+    const connectTimeout = options.connectTimeout ?? 5
+    const gate = new ConnectGate({
+      statementDeadlineMs: options.statementDeadlineMs ?? statementTimeoutMs + 1000,
+      connectTimeoutMs: connectTimeout * 1000,
+      tls: tlsMode(options.databaseUrl),
+      keepAliveMs: KEEP_ALIVE_S * 1000,
+      clock,
+    })
     const client = postgres(options.databaseUrl, {
       max: options.poolSize ?? 10,
-      connect_timeout: options.connectTimeout ?? 5,
+      connect_timeout: connectTimeout,
       onnotice: () => {},
       connection: { statement_timeout: statementTimeoutMs },
+      // The gate negotiates TLS (tlsMode), so that it reads the protocol after decryption.
+      ssl: false,
       // The type query postgres.js runs on each new connection drops its error when that
       // connection is killed, crashing the process with an unhandled rejection (porsager/postgres
       // #1192, #1205). Our only array column is text[], which Drizzle parses itself.
@@ -192,6 +201,16 @@ async function backfill(db: Database): Promise<void> {
   } finally {
     await renderer.close()
   }
+}
+
+/**
+ * The TLS DATABASE_URL asks for, read as postgres.js reads it: `sslmode` (or `ssl`), and
+ * `sslrootcert=system` for verify-full; `disable` or `false` for none.
+ */
+function tlsMode(databaseUrl: string): TlsMode | undefined {
+  const query = new URL(databaseUrl).searchParams
+  const mode = query.get('sslrootcert') === 'system' ? 'verify-full' : (query.get('sslmode') ?? query.get('ssl'))
+  return !mode || mode === 'disable' || mode === 'false' ? undefined : { mode }
 }
 
 /** A cheap round trip, for /readyz. */

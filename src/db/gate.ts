@@ -19,7 +19,8 @@
 //   for the log and the metrics, instead of a line per refused request.
 // postgres.js bounds connection attempts itself (connect_timeout). This is only this process's
 // view of the database; instances share nothing.
-import { connect as netConnect, Socket } from 'node:net'
+import { connect as netConnect, isIP, Socket } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
 
 /** How long new connections are refused after a connection error, before one attempt probes. */
 export const COOL_DOWN_MS = 1000
@@ -48,9 +49,22 @@ export interface SocketTarget {
   path?: string | false
 }
 
+/**
+ * TLS as DATABASE_URL's sslmode asks for it. The gate negotiates it (the driver is told no TLS),
+ * so that it reads the connection's bytes after decryption: require, prefer and allow encrypt
+ * without checking the certificate (prefer and allow also accept a server without TLS); any other
+ * mode checks the certificate and the host name.
+ */
+export interface TlsMode {
+  mode: string
+}
+
 export interface GateOptions {
   /** Milliseconds a connection that owes an answer may receive nothing before it is destroyed. */
   statementDeadlineMs: number
+  /** Bounds the TLS negotiation (the driver's connect timeout starts once it is done). */
+  connectTimeoutMs: number
+  tls?: TlsMode
   /** Idle time before TCP keep-alive probes start. */
   keepAliveMs: number
   clock?: Clock
@@ -221,7 +235,7 @@ export class ConnectGate {
    * The `socket` option of postgres.js: a new connection, or, during the cool-down (and while a
    * probe is out), one that fails at once with 08001.
    */
-  socket = (target: SocketTarget): Socket => {
+  socket = (target: SocketTarget): Socket | Promise<Socket> => {
     const now = this.clock.now()
     let probe = false
     if (this.down || now < this.retryAt) {
@@ -238,10 +252,67 @@ export class ConnectGate {
     }
     const socket = connect(to)
     socket.setKeepAlive?.(true, this.options.keepAliveMs)
-    // What postgres.js sets on a socket it connects itself; its TLS upgrade names the server by it.
     if ('host' in to) Object.assign(socket, { host: to.host, port: to.port })
+    if (this.options.tls && 'host' in to) return this.secure(socket, to.host, this.options.tls, probe)
     this.watch(new Watched(socket, probe))
     return socket
+  }
+
+  /**
+   * Asks for TLS (SSLRequest), and resolves with the encrypted socket once it is up, or with the
+   * plain one if the server declines and the mode allows it. Never rejects: a failure resolves
+   * with a socket that fails at once, which the driver handles as any failed connection.
+   */
+  private secure(raw: Socket, host: string, tls: TlsMode, probe: boolean): Promise<Socket> {
+    return new Promise((resolve) => {
+      let done = false
+      const timer = this.clock.setTimeout(
+        () => fail(Object.assign(new Error('no answer to the TLS negotiation within the connect timeout'), { code: 'CONNECT_TIMEOUT' })),
+        this.options.connectTimeoutMs,
+      )
+      const finish = (socket: Socket) => {
+        done = true
+        this.clock.clearTimeout(timer)
+        raw.removeListener('error', fail)
+        raw.removeListener('close', closed)
+        resolve(socket)
+      }
+      const fail = (error: NodeJS.ErrnoException) => {
+        if (done) return
+        raw.destroy()
+        const c = new Watched(raw, probe)
+        c.lastError = error.code ?? error.message
+        if (probe) this.probing = false
+        this.lost(c)
+        finish(this.refused(error))
+      }
+      const closed = () => fail(Object.assign(new Error('the connection closed during the TLS negotiation'), { code: 'CONNECTION_CLOSED' }))
+      raw.on('error', fail)
+      raw.on('close', closed)
+      raw.once('data', (answer: Buffer) => {
+        if (answer[0] !== 0x53) {
+          if (tls.mode === 'prefer' || tls.mode === 'allow') {
+            this.watch(new Watched(raw, probe))
+            return finish(raw)
+          }
+          return fail(Object.assign(new Error('the server does not accept TLS connections'), { code: '08001' }))
+        }
+        const verify = !['require', 'prefer', 'allow'].includes(tls.mode)
+        const secure = tlsConnect({ socket: raw, servername: isIP(host) ? undefined : host, rejectUnauthorized: verify })
+        secure.once('error', fail)
+        secure.once('secureConnect', () => {
+          if (done) return secure.destroy()
+          secure.removeListener('error', fail)
+          Object.assign(secure, { host, port: (raw as Socket & { port?: number }).port })
+          this.watch(new Watched(secure, probe))
+          finish(secure)
+        })
+      })
+      const request = Buffer.alloc(8)
+      request.writeUInt32BE(8, 0)
+      request.writeUInt32BE(SSL_REQUEST, 4)
+      raw.write(request)
+    })
   }
 
   /** Counts a failure seen above the sockets (a readiness check that got no answer in time). */
@@ -249,9 +320,8 @@ export class ConnectGate {
     this.trip(reason)
   }
 
-  private refused(): Socket {
+  private refused(error: Error = connectionError('08001', 'PostgreSQL could not be reached a moment ago')): Socket {
     const socket = new Socket()
-    const error = connectionError('08001', 'PostgreSQL could not be reached a moment ago')
     // After the driver has attached its listeners (it does so once this factory returns).
     setImmediate(() => socket.destroy(error))
     return socket

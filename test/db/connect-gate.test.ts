@@ -1,9 +1,14 @@
 // The connect gate (src/db/gate.ts), driven by hand: fake sockets that record what the driver
 // sends and deliver what a server would answer, and a clock that moves only when told, so no
 // assertion depends on how fast this machine is.
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Duplex } from 'node:stream'
-import type { Socket } from 'node:net'
-import t from 'tap'
+import { TLSSocket } from 'node:tls'
+import t, { type Test } from 'tap'
 import { ConnectGate, COOL_DOWN_MS, type Availability, type Clock } from '../../src/db/gate.js'
 
 class ManualClock implements Clock {
@@ -75,6 +80,7 @@ function setup() {
   const targets: unknown[] = []
   const gate = new ConnectGate({
     statementDeadlineMs: DEADLINE,
+    connectTimeoutMs: 5000,
     keepAliveMs: 10_000,
     clock,
     connect: (target) => {
@@ -96,7 +102,7 @@ function setup() {
   }
   /** What the gate hands the driver during a cool-down: a socket that fails at once. */
   const refusedCode = async () => {
-    const socket = gate.socket({ host: ['db'], port: [5432] })
+    const socket = gate.socket({ host: ['db'], port: [5432] }) as Socket
     const error = new Promise<string | undefined>((resolve) => socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code)))
     await tick()
     return error
@@ -239,4 +245,66 @@ t.test('a failure seen above the sockets (a readiness check without an answer) t
   gate.failed('no answer to a readiness check within 2000 ms')
   t.match(events, [{ state: 'unreachable', reason: 'no answer to a readiness check within 2000 ms' }])
   t.equal(await refusedCode(), '08001')
+})
+
+/** A self-signed certificate for localhost, made with openssl for this test. */
+function selfSigned() {
+  const dir = mkdtempSync(join(tmpdir(), 'gate-tls-'))
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
+    return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** A server that accepts TLS as PostgreSQL does (SSLRequest, 'S', handshake), answers the startup, then nothing. */
+async function tlsServer(t: Test) {
+  const { key, cert } = selfSigned()
+  const received: Buffer[] = []
+  const server = createServer((socket) => {
+    socket.on('error', () => {})
+    socket.once('data', () => {
+      socket.write('S')
+      const secure = new TLSSocket(socket, { isServer: true, key, cert })
+      secure.on('error', () => {})
+      secure.once('data', () => secure.write(ready()))
+      secure.on('data', (bytes: Buffer) => received.push(bytes))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return { port: (server.address() as AddressInfo).port, received }
+}
+
+t.test('over TLS, the gate negotiates it and still reads the protocol: the deadline holds', async (t) => {
+  const { port } = await tlsServer(t)
+  const clock = new ManualClock()
+  const gate = new ConnectGate({ statementDeadlineMs: DEADLINE, connectTimeoutMs: 5000, keepAliveMs: 10_000, clock, tls: { mode: 'require' } })
+  const events: Availability[] = []
+  gate.onAvailability((event) => events.push(event))
+  const socket = await gate.socket({ host: ['127.0.0.1'], port: [port] })
+  t.ok(socket instanceof TLSSocket, 'the driver gets the encrypted socket')
+  socket.on('error', () => {})
+  const started = new Promise((resolve) => socket.once('data', resolve))
+  socket.write(startup())
+  await started
+  t.same(gate.stats(), { inUse: 0, waiting: 0 }, 'started, idle')
+  socket.write(sync())
+  await tick()
+  clock.advance(DEADLINE)
+  t.ok(socket.destroyed, 'a statement without an answer for the deadline: the TLS connection is destroyed')
+  await tick()
+  t.match(events, [{ state: 'unreachable', reason: /no answer within/ }])
+})
+
+t.test('TLS that checks the certificate refuses a self-signed one: a failed connection, which trips the gate', async (t) => {
+  const { port } = await tlsServer(t)
+  const gate = new ConnectGate({ statementDeadlineMs: DEADLINE, connectTimeoutMs: 5000, keepAliveMs: 10_000, clock: new ManualClock(), tls: { mode: 'verify-full' } })
+  const events: Availability[] = []
+  gate.onAvailability((event) => events.push(event))
+  const socket = await gate.socket({ host: ['localhost'], port: [port] })
+  const error = await new Promise<NodeJS.ErrnoException>((resolve) => socket.once('error', resolve))
+  t.match(error.code, /SELF_SIGNED/, 'the driver sees the certificate error')
+  t.match(events, [{ state: 'unreachable', reason: /SELF_SIGNED/ }])
 })
