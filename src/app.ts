@@ -8,7 +8,7 @@ import scalar from '@scalar/fastify-api-reference'
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify'
 import { parse } from 'yaml'
 import type { Config } from './config.js'
-import { ping, type DbHandle } from './db/client.js'
+import type { DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
 import { handlers } from './handlers/index.js'
 import { ApiError, sendProblem, toApiError } from './http/errors.js'
@@ -19,7 +19,7 @@ import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
-import { makeMetrics } from './http/metrics.js'
+import { isStatementTimeout, makeMetrics } from './http/metrics.js'
 import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
 import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
@@ -79,7 +79,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   // Each routed request's id, for the answers written beneath Fastify (connection.ts).
   const requestIds = new WeakMap<IncomingMessage, string>()
   // This app's own registry: tests build several apps in one process.
-  const metrics = makeMetrics(() => database.poolStats())
+  const metrics = makeMetrics(
+    () => database.poolStats(),
+    () => database.deadlineMisses(),
+  )
   const app = Fastify({
     logger: { level: config.logLevel, ...(options.logger ? { stream: options.logger.stream } : {}) },
     // One line per request, written by the onResponse hook below.
@@ -116,7 +119,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       options.markdown ??
       new MarkdownRenderer({ onFallback: (reason) => app.log.warn({ reason }, 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds') }),
     spec: { json: parse(specYaml) as object, yaml: specYaml },
-    ping: () => ping(database.db),
+    ping: () => database.ping(),
     metrics,
   }
 
@@ -162,6 +165,23 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     )
   })
 
+  // An outage is logged as it begins and ends, with what it cost, not once per refused request.
+  let outage: { refused: number } | undefined
+  const stopWatching = database.onAvailability((event) => {
+    if (event.state === 'unreachable') {
+      outage = { refused: 0 }
+      metrics.outage(true)
+      app.log.error({ since: event.since.toISOString(), reason: event.reason }, `database unreachable since ${event.since.toISOString()}: ${event.reason}`)
+    } else {
+      const seconds = Math.round(event.downMs / 100) / 10
+      const refused = outage?.refused ?? 0
+      outage = undefined
+      metrics.outage(false)
+      app.log.info({ down_s: seconds, refused }, `database reachable again after ${seconds} s, ${refused} requests refused`)
+    }
+  })
+  app.addHook('onClose', async () => stopWatching())
+
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     // The client hung up (or was cut off at the request timeout): there is no one to answer,
     // and the onRequestAbort hook has logged it.
@@ -182,8 +202,13 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     } else if (problem.status === 429) {
       metrics.rateLimited(rateLimitCategory(request))
     }
-    if (problem.code === 'unavailable') metrics.unavailable(problem.cause)
-    if (problem.status >= 500 && problem.code !== 'not_implemented') {
+    if (problem.code === 'unavailable') {
+      metrics.unavailable(problem.cause, outage !== undefined)
+      // During an outage the transitions say it all (above); otherwise one line, without a stack.
+      if (outage) outage.refused++
+      else if (isStatementTimeout(problem.cause)) request.log.warn({ code: '57014' }, 'a statement ran past DB_STATEMENT_TIMEOUT_MS and was cancelled')
+      else request.log.warn({ code: loggableError(error).code }, 'unavailable')
+    } else if (problem.status >= 500 && problem.code !== 'not_implemented') {
       request.log.error({ err: loggableError(error) }, problem.code)
     }
     return sendProblem(request, reply, problem)
@@ -214,7 +239,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   registerConditionalRequests(app)
-  registerIdempotency(app, ctx)
+  registerIdempotency(app)
   // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)
   registerRoutes(app, ctx, { ...handlers, ...options.handlers }, guard)

@@ -20,6 +20,12 @@ export interface Config {
   readonly dbStatementTimeoutMs: number
   /** Named prepared statements on PostgreSQL; false runs every statement unnamed (PgBouncer in transaction mode). */
   readonly dbPrepare: boolean
+  /**
+   * Milliseconds a PostgreSQL connection that owes an answer may receive nothing before it is
+   * closed and its statements answered 503 (a network that stopped carrying bytes); more than
+   * dbStatementTimeoutMs, which PostgreSQL enforces itself.
+   */
+  readonly dbStatementDeadlineMs: number
   readonly adminToken: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   /** Requests a minute per API key (and for the admin token). */
@@ -49,6 +55,7 @@ export const defaults: Config = Object.freeze({
   dbConnectTimeout: 5,
   dbStatementTimeoutMs: 5000,
   dbPrepare: true,
+  dbStatementDeadlineMs: 6000,
   adminToken: undefined,
   logLevel: 'info',
   rateLimitPerMinute: 1200,
@@ -109,6 +116,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new SetupError('ADMIN_TOKEN must be at least 16 characters long: make one with `openssl rand -hex 24`, or unset it to turn the operator API off.')
   }
+  const dbStatementTimeoutMs = integer(env, 'DB_STATEMENT_TIMEOUT_MS', defaults.dbStatementTimeoutMs, 100, 600_000)
+  // PostgreSQL answers a statement it cancels: only a silent network may reach the deadline.
+  const dbStatementDeadlineMs = integer(env, 'DB_STATEMENT_DEADLINE_MS', dbStatementTimeoutMs + 1000, dbStatementTimeoutMs + 100, 3_600_000)
   return Object.freeze({
     port: integer(env, 'PORT', defaults.port, 0, 65535),
     host: env.HOST || defaults.host,
@@ -116,8 +126,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR || defaults.dataDir,
     dbPoolSize: integer(env, 'DB_POOL_SIZE', defaults.dbPoolSize, 1, 1000),
     dbConnectTimeout: integer(env, 'DB_CONNECT_TIMEOUT', defaults.dbConnectTimeout, 1, 300),
-    dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', defaults.dbStatementTimeoutMs, 100, 600_000),
     dbPrepare: boolean(env, 'DB_PREPARE', defaults.dbPrepare),
+    dbStatementTimeoutMs,
+    dbStatementDeadlineMs,
     adminToken,
     logLevel,
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', defaults.rateLimitPerMinute, 1, 1_000_000),

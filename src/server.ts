@@ -76,6 +76,7 @@ try {
     connectTimeout: config.dbConnectTimeout,
     statementTimeoutMs: config.dbStatementTimeoutMs,
     prepare: config.dbPrepare,
+    statementDeadlineMs: config.dbStatementDeadlineMs,
     role: 'the server',
   })
   await database.migrate()

@@ -25,6 +25,12 @@ t.test('values are read and typed', async (t) => {
   t.ok(Object.isFrozen(config))
 })
 
+t.test('the statement deadline follows the statement timeout, and must exceed it', async (t) => {
+  t.equal(loadConfig({ DB_STATEMENT_TIMEOUT_MS: '2000' }).dbStatementDeadlineMs, 3000, 'by default one second over the timeout')
+  t.equal(loadConfig({ DB_STATEMENT_TIMEOUT_MS: '2000', DB_STATEMENT_DEADLINE_MS: '2500' }).dbStatementDeadlineMs, 2500)
+  t.throws(() => loadConfig({ DB_STATEMENT_TIMEOUT_MS: '2000', DB_STATEMENT_DEADLINE_MS: '2000' }), /DB_STATEMENT_DEADLINE_MS must be an integer from 2100/)
+})
+
 t.test('bad values stop the start with a message naming the variable', async (t) => {
   const bad: Record<string, string> = {
     PORT: 'eighty',
@@ -37,6 +43,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     REDIS_URL: 'http://cache',
     REQUEST_TIMEOUT_MS: '0',
     DB_PREPARE: 'no',
+    DB_STATEMENT_DEADLINE_MS: '1000',
   }
   for (const [name, value] of Object.entries(bad)) t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`)
 })

@@ -14,7 +14,7 @@ import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
 import { assertPatchedDriver } from './driver-check.js'
 import { PreparedPGlite } from './pglite-prepared.js'
-import { someCause } from './results.js'
+import { ConnectGate, connectionError, systemClock, type Availability, type Clock, type TlsMode } from './gate.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema.js'
@@ -31,33 +31,42 @@ export interface DbHandle {
   migrate(): Promise<void>
   /** The pool as it is at this moment, for the metrics: read-only, costs nothing. */
   poolStats(): PoolStats
+  /** A round trip for /readyz, bounded in time on PostgreSQL. */
+  ping(): Promise<void>
+  /** Calls `listener` when PostgreSQL becomes unreachable and reachable again (PostgreSQL only; the embedded database never goes away). */
+  onAvailability(listener: (event: Availability) => void): () => void
+  /** Connections destroyed because they missed the statement deadline (PostgreSQL), for the metrics. */
+  deadlineMisses(): number
   close(): Promise<void>
 }
 
 /**
  * How busy the database pool is. A slot is a place for one statement or transaction: on
- * PostgreSQL one per pooled connection, or PIPELINE_DEPTH per connection while PostgreSQL answers
- * (see ConnectGate); the embedded PGlite is one connection with one slot, running one statement
- * at a time.
+ * PostgreSQL PIPELINE_DEPTH per pooled connection; the embedded PGlite is one connection with
+ * one slot, running one statement at a time.
  */
 export interface PoolStats {
   /** Connections the pool may open (DB_POOL_SIZE; 1 for PGlite). */
   connections: number
-  /** Statements or transactions that may run at once now. */
+  /** Statements or transactions that may run at once. */
   slots: number
-  /** Slots taken. */
+  /** Connections running a statement or holding a transaction (PGlite: 1 while busy). */
   inUse: number
-  /** Statements or transactions waiting for a slot. */
+  /** Statements waiting: on PostgreSQL, sent behind another on its connection; on PGlite, for its one connection. */
   waiting: number
 }
 
+/** Seconds a database connection is idle before TCP keep-alive probes start. */
+const KEEP_ALIVE_S = 10
+
 /**
- * Statements in flight per pooled connection while PostgreSQL answers. postgres.js pipelines: it
+ * Statements in flight per pooled connection (postgres.js's max_pipeline). postgres.js pipelines: it
  * sends a statement on a busy connection without waiting for the one before, so PostgreSQL runs
  * them back to back and their round trips, writes and reads overlap. One at a time, a GET of one
  * entry cost 0.19 ms of server CPU on the benchmark; eight, 0.12 ms, for 60 % more requests a
  * second (npm run bench). The price: a slow statement delays the few queued behind it on its
  * connection, within DB_STATEMENT_TIMEOUT_MS. A transaction holds its connection alone once begun.
+ * postgres.js sends nothing on a connection that is still connecting: statements wait for it.
  */
 const PIPELINE_DEPTH = 8
 
@@ -69,6 +78,16 @@ export interface DbOptions {
   connectTimeout?: number
   /** PostgreSQL only: cancels any statement running longer, so no request holds the database. */
   statementTimeoutMs?: number
+  /**
+   * PostgreSQL only: a connection that owes an answer and receives nothing for this long is
+   * destroyed and its statements answered 503 (a network that stopped carrying bytes). More than
+   * statementTimeoutMs; by default statementTimeoutMs + 1000.
+   */
+  statementDeadlineMs?: number
+  /** PostgreSQL only: how long /readyz waits for `select 1` before answering 503; 2000 by default. */
+  readyDeadlineMs?: number
+  /** The connect gate's clock (tests). */
+  clock?: Clock
   /** Who opens an embedded data directory ("the server", "the admin CLI"), named to a second opener. */
   role?: string
   /** PostgreSQL only: false runs every statement unnamed (DB_PREPARE), for PgBouncer in transaction mode. */
@@ -87,22 +106,40 @@ function describePostgres(url: string): string {
 export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl) {
     assertPatchedDriver()
+    const statementTimeoutMs = options.statementTimeoutMs ?? 5000
+    const clock = options.clock ?? systemClock
+    const connectTimeout = options.connectTimeout ?? 5
+    const gate = new ConnectGate({
+      statementDeadlineMs: options.statementDeadlineMs ?? statementTimeoutMs + 1000,
+      connectTimeoutMs: connectTimeout * 1000,
+      tls: tlsMode(options.databaseUrl),
+      keepAliveMs: KEEP_ALIVE_S * 1000,
+      clock,
+    })
     const client = postgres(options.databaseUrl, {
       max: options.poolSize ?? 10,
-      connect_timeout: options.connectTimeout ?? 5,
+      connect_timeout: connectTimeout,
       onnotice: () => {},
       prepare: options.prepare ?? true,
-      connection: { statement_timeout: options.statementTimeoutMs ?? 5000 },
+      connection: { statement_timeout: statementTimeoutMs },
+      // The gate negotiates TLS (tlsMode), so that it reads the protocol after decryption.
+      ssl: false,
       // The type query postgres.js runs on each new connection drops its error when that
       // connection is killed, crashing the process with an unhandled rejection (porsager/postgres
       // #1192, #1205). Our only array column is text[], which Drizzle parses itself.
       fetch_types: false,
-      // The default reconnect delay grows to 20 s and is shared by the pool; retry quickly instead.
-      backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
+      // Every connection is opened by the gate (gate.ts), which fails fast while PostgreSQL cannot
+      // be reached and paces the attempts; the driver's own delay would only add to it.
+      backoff: () => 0,
+      keep_alive: KEEP_ALIVE_S,
+      // Neither is in the driver's types: `socket` is in its README ("Custom socket"); max_pipeline
+      // is parsed with the other options (src/index.js) and counts the statements behind the one
+      // running, so PIPELINE_DEPTH are in flight in all.
+      ...({ socket: gate.socket, max_pipeline: PIPELINE_DEPTH - 1 } as object),
     })
     const connections = options.poolSize ?? 10
-    const gate = new ConnectGate(connections, PIPELINE_DEPTH, (options.connectTimeout ?? 5) * 1000)
-    const db = drizzlePostgres(preparedByDefault(gated(client, gate)), { schema }) as unknown as Database
+    const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
+    const readyDeadlineMs = options.readyDeadlineMs ?? 2000
     return {
       db,
       kind: 'postgres',
@@ -115,7 +152,10 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
           await backfill(locked as unknown as Database)
         })
       },
-      poolStats: () => ({ connections, ...gate.stats() }),
+      poolStats: () => ({ connections, slots: connections * PIPELINE_DEPTH, ...gate.stats() }),
+      ping: () => pingWithin(db, gate, readyDeadlineMs, clock),
+      onAvailability: (listener) => gate.onAvailability(listener),
+      deadlineMisses: () => gate.deadlineMisses,
       close: () => client.end({ timeout: 5 }),
     }
   }
@@ -138,6 +178,9 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       await backfill(db)
     },
     poolStats: () => ({ connections: 1, slots: 1, inUse: Math.min(client.pending, 1), waiting: Math.max(client.pending - 1, 0) }),
+    ping: () => ping(db),
+    onAvailability: () => () => {},
+    deadlineMisses: () => 0,
     close: async () => {
       try {
         await client.close()
@@ -158,141 +201,36 @@ async function backfill(db: Database): Promise<void> {
   }
 }
 
-/** Connection failures that mean "PostgreSQL cannot be reached", not "this connection broke". */
-const CANNOT_CONNECT = new Set(['CONNECT_TIMEOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P03'])
-const cannotConnect = (error: unknown): boolean => someCause(error, (e) => CANNOT_CONNECT.has(e.code as string))
-/** How long new work fails at once after PostgreSQL could not be reached, before one request probes it. */
-const COOL_DOWN_MS = 1000
-
 /**
- * Fails fast while PostgreSQL cannot be reached. postgres.js queues the queries beyond its pool
- * and gives each queued one a connect attempt of its own once an earlier attempt fails, so behind
- * a server that accepts TCP and never answers, the n-th queued request waits about n / pool
- * connect timeouts. The gate keeps that queue itself, with one slot per pooled connection until
- * PostgreSQL answers (so that no statement queues behind a connection attempt), then
- * `pipelineDepth` slots per connection, and:
- * - when an attempt to connect fails (refused, timed out), fails every waiting request and, for
- *   COOL_DOWN_MS, every new one at once, and goes back to one slot per connection;
- * - then lets one request through as a probe (another after each connect timeout, so a probe
- *   that hangs cannot keep it shut); any answer from PostgreSQL, even an error, closes it again;
- * - never lets a request wait for a slot longer than the connect timeout.
- * Refusals carry SQLSTATE 08001, which the error handler answers with 503 unavailable. This is
- * only this process's view of the database; instances share nothing.
+ * The TLS DATABASE_URL asks for, read as postgres.js reads it: `sslmode` (or `ssl`), and
+ * `sslrootcert=system` for verify-full; `disable` or `false` for none.
  */
-export class ConnectGate {
-  private running = 0
-  private readonly waiting: { go: () => void; fail: (error: Error) => void }[] = []
-  /** Set while PostgreSQL could not be reached: until then, new work is refused at once. */
-  private retryAt: number | undefined
-  /** Whether PostgreSQL has answered since it last could not be reached. */
-  private answering = false
-
-  constructor(
-    private readonly connections: number,
-    private readonly pipelineDepth: number,
-    private readonly connectTimeoutMs: number,
-  ) {}
-
-  private get slots(): number {
-    return this.answering ? this.connections * this.pipelineDepth : this.connections
-  }
-
-  /** Slots now, taken and waited for (PoolStats, for the metrics). */
-  stats(): { slots: number; inUse: number; waiting: number } {
-    return { slots: this.slots, inUse: this.running, waiting: this.waiting.length }
-  }
-
-  async run<T>(work: () => PromiseLike<T>): Promise<T> {
-    if (this.retryAt !== undefined) {
-      if (Date.now() < this.retryAt) throw unreachable('PostgreSQL could not be reached a moment ago')
-      this.retryAt = Date.now() + this.connectTimeoutMs // this request is the probe
-    }
-    await this.acquire()
-    try {
-      const result = await work()
-      this.answered()
-      return result
-    } catch (error) {
-      if (cannotConnect(error)) this.trip()
-      else this.answered() // if only with an error
-      throw error
-    } finally {
-      this.release()
-    }
-  }
-
-  private answered() {
-    this.retryAt = undefined
-    this.answering = true
-  }
-
-  private acquire(): Promise<void> {
-    if (this.running < this.slots) {
-      this.running++
-      return Promise.resolve()
-    }
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        go: () => (clearTimeout(timer), resolve()),
-        fail: (error: Error) => (clearTimeout(timer), reject(error)),
-      }
-      const timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(waiter), 1)
-        reject(unreachable('no database connection became free within the connect timeout'))
-      }, this.connectTimeoutMs)
-      this.waiting.push(waiter)
-    })
-  }
-
-  /** Hands the slot to the next waiter, if any; as many as the slots allow once PostgreSQL answers. */
-  private release() {
-    this.running--
-    while (this.waiting.length > 0 && this.running < this.slots) {
-      this.running++
-      this.waiting.shift()!.go()
-    }
-  }
-
-  private trip() {
-    this.retryAt = Date.now() + COOL_DOWN_MS
-    this.answering = false
-    for (const waiter of this.waiting.splice(0)) waiter.fail(unreachable('PostgreSQL could not be reached'))
-  }
-}
-
-const unreachable = (message: string) => Object.assign(new Error(message), { code: '08001' })
-
-/**
- * The postgres.js client with the two calls Drizzle makes on the pool, `unsafe` (every query
- * outside a transaction) and `begin` (a transaction, which holds one connection throughout),
- * run through the gate. Queries inside a transaction use the transaction's own client. Drizzle
- * chains `.values()` on what `unsafe` returns before awaiting it, so that stays lazy.
- */
-function gated(client: Sql, gate: ConnectGate): Sql {
-  return new Proxy(client, {
-    get(target, property, receiver) {
-      if (property === 'begin') return (...args: unknown[]) => gate.run(() => (target.begin as (...a: unknown[]) => PromiseLike<unknown>)(...args))
-      if (property !== 'unsafe') return Reflect.get(target, property, receiver)
-      return (...args: Parameters<Sql['unsafe']>) => {
-        let values = false
-        let started: Promise<unknown> | undefined
-        const query = {
-          values() {
-            values = true
-            return query
-          },
-          then<A, B>(resolve?: (value: unknown) => A | PromiseLike<A>, reject?: (reason: unknown) => B | PromiseLike<B>) {
-            started ??= gate.run(() => (values ? target.unsafe(...args).values() : target.unsafe(...args)))
-            return started.then(resolve, reject)
-          },
-        }
-        return query
-      }
-    },
-  })
+function tlsMode(databaseUrl: string): TlsMode | undefined {
+  const query = new URL(databaseUrl).searchParams
+  const mode = query.get('sslrootcert') === 'system' ? 'verify-full' : (query.get('sslmode') ?? query.get('ssl'))
+  return !mode || mode === 'disable' || mode === 'false' ? undefined : { mode }
 }
 
 /** A cheap round trip, for /readyz. */
 export async function ping(db: Database): Promise<void> {
   await db.execute(sql`select 1`)
+}
+
+/**
+ * `ping` that gives up after `deadlineMs` (the statement is left to the gate's deadline), telling
+ * the gate: a database that does not answer `select 1` in that time is out for this instance.
+ */
+async function pingWithin(db: Database, gate: ConnectGate, deadlineMs: number, clock: Clock): Promise<void> {
+  let timer: unknown
+  const missed = new Promise<never>((_, reject) => {
+    timer = clock.setTimeout(() => {
+      gate.failed(`no answer to a readiness check within ${deadlineMs} ms`)
+      reject(connectionError('08006', `PostgreSQL did not answer a readiness check within ${deadlineMs} ms`))
+    }, deadlineMs)
+  })
+  try {
+    await Promise.race([ping(db), missed])
+  } finally {
+    clock.clearTimeout(timer)
+  }
 }

@@ -1,23 +1,26 @@
 // Idempotency-Key on every POST under /v1 (Stripe / IETF draft semantics). Not on the operator
-// API: its answers hold new API keys, and no answer holding one is ever stored. The first
-// request with a key claims it in the database; its 2xx answer is stored and replayed to
-// retries with the same method, path and body for 24 hours (`Idempotency-Replayed: true`).
-// The same key with another body is 422; a retry while the first is still running is 409.
-// Failed requests (4xx, 5xx) release the key, so validation failures are never stored and a
-// retry after a failure runs again.
+// API: its answers hold new API keys, and no answer holding one is ever stored. A request with a
+// key runs in one transaction that holds the key: its write and its 2xx answer, stored under the
+// key, commit together, and the answer is replayed to retries with the same method, path and
+// body for 24 hours (`Idempotency-Replayed: true`). So a write whose answer was lost (a 503
+// after the commit reached PostgreSQL) is found by the retry, and a request that failed (4xx,
+// 5xx) leaves nothing: validation failures are never stored and a retry after a failure runs
+// again. The same key with another body is 422; a retry while the first is still running is 409.
 import { createHash } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { makeRepos } from '../db/repos/index.js'
+import { idempotencyRepo } from '../db/repos/idempotency.js'
 import { ApiError } from './errors.js'
 import type { AppContext } from './types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency?: { scope: string; key: string }
+    idempotency?: { scope: string; key: string; hash: string }
   }
 }
 
 const KEY = /^[\x20-\x7E]{1,255}$/
-/** One claim in this many also deletes expired records, so the table stays at a day's keys. */
+/** One stored answer in this many also deletes expired records, so the table stays at a day's keys. */
 const PURGE_EVERY = 100
 
 function idempotencyKey(request: FastifyRequest): string | undefined {
@@ -33,46 +36,51 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
 const requestHash = (request: FastifyRequest) =>
   createHash('sha256').update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`).digest('hex')
 
-export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void {
-  const repo = ctx.repos.idempotency
-
-  // After authentication and validation, before the handler.
-  app.addHook('preHandler', async (request, reply) => {
+export function registerIdempotency(app: FastifyInstance): void {
+  // After authentication and validation, before the handler (which runs through answerIdempotently).
+  app.addHook('preHandler', async (request) => {
     const route = request.routeOptions.config.route
     if (request.method !== 'POST' || !route || route.security !== 'ApiKey') return
     const key = idempotencyKey(request)
     if (key === undefined) return
-    const scope = request.principal!.projectId
-    const hash = requestHash(request)
-    let held = await repo.claim(scope, key, hash)
-    // A record released between our insert and our read: claim once more.
-    if (held === undefined) held = await repo.claim(scope, key, hash)
-    if (held === true || held === undefined) {
-      request.idempotency = { scope, key }
-      if (Math.random() * PURGE_EVERY < 1) await repo.purgeExpired()
-      return
-    }
-    if (held.request_hash !== hash) {
-      throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new request.')
-    }
-    if (held.state === 'in_progress') {
+    request.idempotency = { scope: request.principal!.projectId, key, hash: requestHash(request) }
+  })
+}
+
+type Result = { status: number; body?: unknown; headers?: Record<string, string> }
+
+/**
+ * Runs a handler for a request that sent an Idempotency-Key (request.idempotency), in the key's
+ * transaction, on that transaction's repositories, and sends its answer (or the stored one).
+ */
+export async function answerIdempotently(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, run: (ctx: AppContext) => Promise<Result>): Promise<FastifyReply> {
+  const { scope, key, hash } = request.idempotency!
+  const sent = await ctx.repos.idempotency.withKey(scope, key, async (tx, held) => {
+    const repo = idempotencyRepo(tx)
+    if (held.state === 'running') {
       throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry shortly.', { headers: { 'retry-after': '1' } })
     }
-    reply.code(held.response_status!).header('idempotency-replayed', 'true').type('application/json; charset=utf-8')
-    if (held.response_location) reply.header('location', held.response_location)
-    return reply.send(held.response_body)
-  })
-
-  app.addHook('onSend', async (request, reply, payload) => {
-    const claim = request.idempotency
-    if (!claim) return payload
-    request.idempotency = undefined
-    if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
-      const location = reply.getHeader('location')
-      await repo.complete(claim.scope, claim.key, { status: reply.statusCode, location: typeof location === 'string' ? location : undefined, body: payload })
-    } else {
-      await repo.release(claim.scope, claim.key)
+    if (held.state === 'done') {
+      if (held.record.request_hash !== hash) {
+        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new request.')
+      }
+      reply.header('idempotency-replayed', 'true')
+      if (held.record.response_location) reply.header('location', held.record.response_location)
+      return { status: held.record.response_status!, payload: held.record.response_body! }
     }
-    return payload
+    const result = await run({ ...ctx, repos: makeRepos(tx) })
+    if (result.headers) reply.headers(result.headers)
+    reply.code(result.status)
+    // Serialized here, as Fastify would, so that what is stored is what is sent.
+    const payload = result.body === undefined ? undefined : (reply.serialize(result.body) as string)
+    if (result.status >= 200 && result.status < 300 && payload !== undefined) {
+      const location = reply.getHeader('location')
+      await repo.save(scope, key, hash, { status: result.status, location: typeof location === 'string' ? location : undefined, body: payload })
+      if (Math.random() * PURGE_EVERY < 1) await repo.purgeExpired()
+    }
+    return { status: result.status, payload }
   })
+  reply.code(sent.status)
+  if (sent.payload === undefined) return reply.send()
+  return reply.type('application/json; charset=utf-8').send(sent.payload)
 }

@@ -39,7 +39,7 @@ export type Credential = (typeof CREDENTIALS)[number]
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 /** SQLSTATE 57014: PostgreSQL cancelled the statement, here always for statement_timeout. */
-const isStatementTimeout = (error: unknown) => someCause(error, (e) => e.code === '57014')
+export const isStatementTimeout = (error: unknown) => someCause(error, (e) => e.code === '57014')
 
 let processRegistry: Registry | undefined
 /** The process metrics, collected once per process (see above). */
@@ -51,7 +51,7 @@ function processMetrics(): Registry {
   return processRegistry
 }
 
-export function makeMetrics(poolStats: () => PoolStats) {
+export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => number = () => 0) {
   const registry = new Registry()
   const registers = [registry]
   const labelNames = ['method', 'route', 'status'] as const
@@ -86,6 +86,27 @@ export function makeMetrics(poolStats: () => PoolStats) {
     help: 'Statements cancelled by PostgreSQL after DB_STATEMENT_TIMEOUT_MS (SQLSTATE 57014), each answered 503 unavailable.',
     registers,
   })
+  const reachable = new Gauge({
+    name: 'db_reachable',
+    help: 'Whether this instance reaches the database: 0 from a connection error until the database answers again after the cool-down, else 1.',
+    registers,
+  })
+  reachable.set(1)
+  const outages = new Counter({ name: 'db_outages_total', help: 'Times the database became unreachable (each logged once, at error level).', registers })
+  const refusedInOutage = new Counter({
+    name: 'db_outage_refusals_total',
+    help: 'Of the 503 unavailable answers, those given while the database was unreachable (the log has one line per outage, not one per refusal).',
+    registers,
+  })
+  new Counter({
+    name: 'db_deadline_exceeded_total',
+    help: 'Database connections closed because they owed an answer and received nothing for DB_STATEMENT_DEADLINE_MS (a network that stopped carrying bytes).',
+    registers,
+    collect() {
+      this.reset()
+      this.inc(deadlineMisses())
+    },
+  })
   // Zero from the start, so that rate() and absence alerts see every series before its first event.
   for (const category of RATE_LIMIT_CATEGORIES) rateLimited.inc({ category }, 0)
   for (const credential of CREDENTIALS) authFailures.inc({ credential }, 0)
@@ -103,11 +124,15 @@ export function makeMetrics(poolStats: () => PoolStats) {
   pool('db_pool_connections', 'Connections the database pool may open (DB_POOL_SIZE; 1 for the embedded database).', (s) => s.connections)
   pool(
     'db_pool_slots',
-    'Statements or transactions that may run at once: on PostgreSQL one per connection until it answers, then 8 pipelined per connection; 1 for the embedded database.',
+    'Statements or transactions that may run at once: on PostgreSQL 8 pipelined per connection; 1 for the embedded database.',
     (s) => s.slots,
   )
-  pool('db_pool_slots_in_use', 'Statements or transactions running now.', (s) => s.inUse)
-  pool('db_pool_waiting', 'Statements or transactions waiting for a free slot.', (s) => s.waiting)
+  pool('db_pool_slots_in_use', 'Connections running a statement or holding a transaction now (the embedded database: 1 while busy).', (s) => s.inUse)
+  pool(
+    'db_pool_waiting',
+    'Statements waiting: on PostgreSQL, sent behind another on its connection; on the embedded database, for its one connection.',
+    (s) => s.waiting,
+  )
 
   return {
     /** Counts an answered request (the onResponse hook; the router's own errors skip hooks and call it themselves). */
@@ -123,10 +148,16 @@ export function makeMetrics(poolStats: () => PoolStats) {
     rateLimited(category: RateLimitCategory): void {
       rateLimited.inc({ category })
     },
-    /** A 503 unavailable, with the error that caused it. */
-    unavailable(cause: unknown): void {
+    /** A 503 unavailable, with the error that caused it, and whether the database was unreachable then. */
+    unavailable(cause: unknown, duringOutage = false): void {
       unavailable.inc()
       if (isStatementTimeout(cause)) statementTimeouts.inc()
+      if (duringOutage) refusedInOutage.inc()
+    },
+    /** The database became unreachable (true) or reachable again (false). */
+    outage(down: boolean): void {
+      reachable.set(down ? 0 : 1)
+      if (down) outages.inc()
     },
     /** The exposition text: this app's metrics, then the process's. */
     async text(): Promise<string> {

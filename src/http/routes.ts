@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
+import { answerIdempotently } from './idempotency.js'
 import { provesKey, readsByKey, type Guard } from './guard.js'
 import { serializerSchema } from './serialization.js'
 import { ownRateLimit } from './rate-limit.js'
@@ -43,6 +44,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       // Sent without a body, an operation whose body is optional sees (and validates) `{}`.
       ...(route.bodyOptional ? { preValidation: emptyBodyWhenNone } : {}),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        if (request.idempotency) return answerIdempotently(request, reply, ctx, (inTransaction) => handler(request as unknown as ApiRequest<OperationId>, inTransaction))
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
         if (byKey && !provesKey(result.body)) await guard.settle(request, reply)
         if (result.headers) reply.headers(result.headers)

@@ -1,61 +1,310 @@
-// The gate in front of the PostgreSQL pool (src/db/client.ts): one statement per connection
-// until PostgreSQL answers, so that nothing queues behind a connection attempt; pipelined
-// statements once it does; back to one per connection when it cannot be reached.
-import t from 'tap'
-import { ConnectGate } from '../../src/db/client.js'
+// The connect gate (src/db/gate.ts), driven by hand: fake sockets that record what the driver
+// sends and deliver what a server would answer, and a clock that moves only when told, so no
+// assertion depends on how fast this machine is.
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Duplex } from 'node:stream'
+import { TLSSocket } from 'node:tls'
+import t, { type Test } from 'tap'
+import { ConnectGate, COOL_DOWN_MS, type Availability, type Clock } from '../../src/db/gate.js'
 
-/** Work that stays pending until settled by hand, recording when it started. */
-function pending() {
-  let resolve!: (value: unknown) => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise((res, rej) => ((resolve = res), (reject = rej)))
-  const work = { started: false, run: () => ((work.started = true), promise), resolve: (v: unknown) => resolve(v), reject: (e: unknown) => reject(e) }
-  return work
+class ManualClock implements Clock {
+  private time = 0
+  private timers: { at: number; callback: () => void; id: number }[] = []
+  private ids = 0
+  now = () => this.time
+  setTimeout = (callback: () => void, ms: number) => {
+    const id = ++this.ids
+    this.timers.push({ at: this.time + ms, callback, id })
+    return id
+  }
+  clearTimeout = (id: unknown) => {
+    this.timers = this.timers.filter((timer) => timer.id !== id)
+  }
+  advance(ms: number) {
+    const until = this.time + ms
+    for (;;) {
+      const due = this.timers.filter((timer) => timer.at <= until).sort((a, b) => a.at - b.at)[0]
+      if (!due) break
+      this.timers = this.timers.filter((timer) => timer !== due)
+      this.time = due.at
+      due.callback()
+    }
+    this.time = until
+  }
 }
+
+/** A socket as the driver sees it: what is written is kept; `answer` delivers server bytes. */
+class FakeSocket extends Duplex {
+  written: Buffer[] = []
+  keepAlive: [boolean, number] | undefined
+  override _write(chunk: Buffer, _encoding: string, callback: () => void) {
+    this.written.push(chunk)
+    callback()
+  }
+  override _read() {}
+  answer(bytes: Buffer) {
+    this.emit('data', bytes)
+  }
+  setKeepAlive(enable: boolean, delay: number) {
+    this.keepAlive = [enable, delay]
+    return this
+  }
+}
+
+const message = (type: string, body: Buffer = Buffer.alloc(0)) => {
+  const header = Buffer.alloc(5)
+  header.write(type, 0, 'latin1')
+  header.writeUInt32BE(body.length + 4, 1)
+  return Buffer.concat([header, body])
+}
+const startup = () => {
+  const body = Buffer.from('\0\x03\0\0user\0postgres\0\0', 'latin1')
+  const length = Buffer.alloc(4)
+  length.writeUInt32BE(body.length + 4)
+  return Buffer.concat([length, body])
+}
+const ready = (status = 'I') => message('Z', Buffer.from(status, 'latin1'))
+const sync = () => message('S')
+const fatal = (code: string) => message('E', Buffer.from(`SFATAL\0C${code}\0Mbye\0\0`, 'latin1'))
 const tick = () => new Promise((resolve) => setImmediate(resolve))
-const refused = () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
 
-t.test('one statement per connection until PostgreSQL answers, then the pipeline depth', async (t) => {
-  const gate = new ConnectGate(2, 4, 60_000)
-  const first = Array.from({ length: 3 }, pending)
-  const runs = first.map((w) => gate.run(w.run))
-  await tick()
-  t.same(first.map((w) => w.started), [true, true, false], 'cold: as many as the pool has connections')
+const DEADLINE = 6000
 
-  first[0]!.resolve('ok')
-  t.equal(await runs[0], 'ok')
-  await tick()
-  t.ok(first[2]!.started, 'the waiting statement starts once a slot is free')
-  const more = Array.from({ length: 7 }, pending)
-  const moreRuns = more.map((w) => gate.run(w.run))
-  await tick()
-  t.same(more.map((w) => w.started), [true, true, true, true, true, true, false], 'answering: connections × depth in flight (2 × 4 = 8)')
+function setup() {
+  const clock = new ManualClock()
+  const sockets: FakeSocket[] = []
+  const targets: unknown[] = []
+  const gate = new ConnectGate({
+    statementDeadlineMs: DEADLINE,
+    connectTimeoutMs: 5000,
+    keepAliveMs: 10_000,
+    clock,
+    connect: (target) => {
+      targets.push(target)
+      const socket = new FakeSocket()
+      socket.on('error', () => {}) // the driver's listener, in production
+      sockets.push(socket)
+      return socket as unknown as Socket
+    },
+  })
+  const events: Availability[] = []
+  gate.onAvailability((event) => events.push(event))
+  /** A connection through the gate, started as the driver starts one. */
+  const open = () => {
+    const socket = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+    socket.write(startup())
+    socket.answer(ready())
+    return socket
+  }
+  /** What the gate hands the driver during a cool-down: a socket that fails at once. */
+  const refusedCode = async () => {
+    const socket = gate.socket({ host: ['db'], port: [5432] }) as Socket
+    const error = new Promise<string | undefined>((resolve) => socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code)))
+    await tick()
+    return error
+  }
+  return { clock, gate, sockets, targets, events, open, refusedCode }
+}
 
-  // PostgreSQL cannot be reached: the waiting statement fails at once, and so does new work.
-  first[1]!.reject(refused())
-  await t.rejects(runs[1]!, { code: 'ECONNREFUSED' })
-  await t.rejects(moreRuns[6]!, { code: '08001' }, 'the waiting statement is refused (503 unavailable)')
-  await t.rejects(gate.run(async () => 'never'), { code: '08001' }, 'and new work during the cool-down')
-  for (const w of [first[2]!, ...more.slice(0, 6)]) w.resolve('late')
-  await Promise.all([runs[2], ...moreRuns.slice(0, 6)])
+t.test('every connection has TCP keep-alive', async (t) => {
+  const { open, targets } = setup()
+  const socket = open()
+  t.same(socket.keepAlive, [true, 10_000])
+  t.same(targets, [{ host: 'db', port: 5432 }])
 })
 
-t.test('after an outage, one probe; statements are pipelined again once it is answered', async (t) => {
-  const gate = new ConnectGate(1, 8, 60_000)
-  t.equal(await gate.run(async () => 'up'), 'up')
-  await t.rejects(gate.run(async () => Promise.reject(refused())), { code: 'ECONNREFUSED' })
-  await new Promise((resolve) => setTimeout(resolve, 1100)) // the cool-down
-  const probe = pending()
-  const probeRun = gate.run(probe.run)
+t.test('a connection that owes an answer and hears nothing for the deadline is destroyed, and the gate trips', async (t) => {
+  const { clock, gate, open, events } = setup()
+  const socket = open()
+  const failed = new Promise<NodeJS.ErrnoException>((resolve) => socket.once('error', resolve))
+  socket.write(sync())
+  clock.advance(DEADLINE - 1)
+  t.notOk(socket.destroyed, 'a statement may run up to the deadline (more than statement_timeout)')
+  socket.answer(message('D', Buffer.from('\0\0'))) // a row: progress restarts the deadline
+  clock.advance(DEADLINE - 1)
+  t.notOk(socket.destroyed, 'the deadline counts from the last bytes received')
+  clock.advance(1)
+  t.ok(socket.destroyed, 'silent for the whole deadline: destroyed, never reused')
+  t.equal((await failed).code, '08006', 'its statements fail with a connection error (503)')
+  t.equal(gate.deadlineMisses, 1)
+  t.match(events, [{ state: 'unreachable', reason: /no answer within 6000 ms/ }])
+})
+
+t.test('a statement pipelined behind an answered one is still watched', async (t) => {
+  const { clock, open } = setup()
+  const socket = open()
+  socket.write(Buffer.concat([sync(), sync()]))
+  clock.advance(1000)
+  socket.answer(ready())
+  clock.advance(DEADLINE)
+  t.ok(socket.destroyed, 'the second answer never came')
+})
+
+t.test('idle connections, inside a transaction or not, are never destroyed by the deadline', async (t) => {
+  const { clock, open, gate } = setup()
+  const idle = open()
+  const inTransaction = open()
+  inTransaction.write(sync())
+  inTransaction.answer(ready('T'))
+  clock.advance(10 * DEADLINE)
+  t.notOk(idle.destroyed)
+  t.notOk(inTransaction.destroyed)
+  t.same(gate.stats(), { inUse: 1, waiting: 0 }, 'the open transaction holds its connection')
+})
+
+t.test('a reset trips the gate: refused at once for the cool-down, then one probe; its answer ends the outage', async (t) => {
+  const { clock, gate, open, sockets, events, refusedCode } = setup()
+  const idle = open()
+  const busy = open()
+  busy.write(sync())
+  busy.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
   await tick()
-  t.ok(probe.started, 'one request probes PostgreSQL')
-  await t.rejects(gate.run(async () => 'never'), { code: '08001' }, 'others are refused while it is out')
-  probe.resolve('up again')
-  t.equal(await probeRun, 'up again')
-  const after = [pending(), pending()]
-  const afterRuns = after.map((w) => gate.run(w.run))
+  t.match(events, [{ state: 'unreachable', reason: 'connection lost (ECONNRESET)' }], 'the transition, with its reason')
+  t.notOk(gate.reachable)
+  t.ok(idle.destroyed, 'idle connections are closed: they may be as dead as the one that failed')
+  const opened = sockets.length
+  t.equal(await refusedCode(), '08001', 'during the cool-down a new connection fails at once (503)')
+  t.equal(sockets.length, opened, 'without a connection attempt')
+
+  clock.advance(COOL_DOWN_MS)
+  const probe = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  t.equal(sockets.length, opened + 1, 'after the cool-down one attempt probes')
+  t.equal(await refusedCode(), '08001', 'others are refused while it is out')
+  clock.advance(2500)
+  probe.write(startup())
+  probe.answer(ready())
+  t.ok(gate.reachable, 'PostgreSQL answered the probe')
+  t.match(events[1], { state: 'reachable', downMs: COOL_DOWN_MS + 2500 })
+  open()
+  t.equal(sockets.length, opened + 2, 'connections are opened freely again')
+})
+
+t.test('answers on old connections during the cool-down do not end the outage; one after it does', async (t) => {
+  const { clock, gate, open, events } = setup()
+  const survivor = open()
+  const victim = open()
+  victim.answer(fatal('57P01')) // pg_terminate_backend
+  victim.destroy()
   await tick()
-  t.same(after.map((w) => w.started), [true, true], 'answered: pipelined on the one connection')
-  after.forEach((w) => w.resolve('ok'))
-  t.same(await Promise.all(afterRuns), ['ok', 'ok'])
+  t.notOk(gate.reachable)
+  t.match(events, [{ state: 'unreachable', reason: 'connection lost (57P01)' }])
+  clock.advance(COOL_DOWN_MS - 1)
+  survivor.answer(ready())
+  t.notOk(gate.reachable, 'an answer within the cool-down: still an outage (no flapping in the log)')
+  t.equal(events.length, 1)
+  clock.advance(1)
+  survivor.answer(ready())
+  t.ok(gate.reachable, 'an answer after it: reachable again')
+  t.equal(events.length, 2, 'one line down, one line up')
+})
+
+t.test('connect failures trip: refused, silent (no answer to the startup), server starting up', async (t) => {
+  for (const [label, fail, reason] of [
+    ['refused', (s: FakeSocket) => s.destroy(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })), 'cannot connect (ECONNREFUSED)'],
+    ['silent', (s: FakeSocket) => s.destroy(), 'no answer to a new connection within DB_CONNECT_TIMEOUT'],
+    ['starting up', (s: FakeSocket) => (s.answer(fatal('57P03')), s.destroy()), 'PostgreSQL refused the connection (57P03)'],
+  ] as const) {
+    const { gate, events } = setup()
+    const socket = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+    socket.write(startup())
+    fail(socket)
+    await tick()
+    t.match(events, [{ state: 'unreachable', reason }], label)
+  }
+})
+
+t.test('what is no outage: the driver closing a connection, a wrong password, a session timeout, a cancel request', async (t) => {
+  const { gate, open, events } = setup()
+  const cancel = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  const request = Buffer.alloc(16)
+  request.writeUInt32BE(16, 0)
+  request.writeUInt32BE(80877102, 4)
+  cancel.write(request)
+  cancel.destroy() // PostgreSQL answers a cancel request by closing the connection
+  const closing = open()
+  closing.end(message('X'))
+  closing.destroy()
+  const wrongPassword = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  wrongPassword.write(startup())
+  wrongPassword.answer(fatal('28P01'))
+  wrongPassword.destroy()
+  const timedOut = open()
+  timedOut.answer(fatal('57P05'))
+  timedOut.destroy()
+  await tick()
+  t.same(events, [])
+  t.ok(gate.reachable)
+})
+
+t.test('a failure seen above the sockets (a readiness check without an answer) trips it too', async (t) => {
+  const { gate, events, refusedCode } = setup()
+  gate.failed('no answer to a readiness check within 2000 ms')
+  t.match(events, [{ state: 'unreachable', reason: 'no answer to a readiness check within 2000 ms' }])
+  t.equal(await refusedCode(), '08001')
+})
+
+/** A self-signed certificate for localhost, made with openssl for this test. */
+function selfSigned() {
+  const dir = mkdtempSync(join(tmpdir(), 'gate-tls-'))
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })
+    return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** A server that accepts TLS as PostgreSQL does (SSLRequest, 'S', handshake), answers the startup, then nothing. */
+async function tlsServer(t: Test) {
+  const { key, cert } = selfSigned()
+  const received: Buffer[] = []
+  const server = createServer((socket) => {
+    socket.on('error', () => {})
+    socket.once('data', () => {
+      socket.write('S')
+      const secure = new TLSSocket(socket, { isServer: true, key, cert })
+      secure.on('error', () => {})
+      secure.once('data', () => secure.write(ready()))
+      secure.on('data', (bytes: Buffer) => received.push(bytes))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return { port: (server.address() as AddressInfo).port, received }
+}
+
+t.test('over TLS, the gate negotiates it and still reads the protocol: the deadline holds', async (t) => {
+  const { port } = await tlsServer(t)
+  const clock = new ManualClock()
+  const gate = new ConnectGate({ statementDeadlineMs: DEADLINE, connectTimeoutMs: 5000, keepAliveMs: 10_000, clock, tls: { mode: 'require' } })
+  const events: Availability[] = []
+  gate.onAvailability((event) => events.push(event))
+  const socket = await gate.socket({ host: ['127.0.0.1'], port: [port] })
+  t.ok(socket instanceof TLSSocket, 'the driver gets the encrypted socket')
+  socket.on('error', () => {})
+  const started = new Promise((resolve) => socket.once('data', resolve))
+  socket.write(startup())
+  await started
+  t.same(gate.stats(), { inUse: 0, waiting: 0 }, 'started, idle')
+  socket.write(sync())
+  await tick()
+  clock.advance(DEADLINE)
+  t.ok(socket.destroyed, 'a statement without an answer for the deadline: the TLS connection is destroyed')
+  await tick()
+  t.match(events, [{ state: 'unreachable', reason: /no answer within/ }])
+})
+
+t.test('TLS that checks the certificate refuses a self-signed one: a failed connection, which trips the gate', async (t) => {
+  const { port } = await tlsServer(t)
+  const gate = new ConnectGate({ statementDeadlineMs: DEADLINE, connectTimeoutMs: 5000, keepAliveMs: 10_000, clock: new ManualClock(), tls: { mode: 'verify-full' } })
+  const events: Availability[] = []
+  gate.onAvailability((event) => events.push(event))
+  const socket = await gate.socket({ host: ['localhost'], port: [port] })
+  const error = await new Promise<NodeJS.ErrnoException>((resolve) => socket.once('error', resolve))
+  t.match(error.code, /SELF_SIGNED/, 'the driver sees the certificate error')
+  t.match(events, [{ state: 'unreachable', reason: /SELF_SIGNED/ }])
 })

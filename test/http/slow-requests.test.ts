@@ -151,12 +151,18 @@ t.test('a client that closes its connection mid-body is logged at info as aborte
   t.notOk(all.some((l) => (l.level as number) >= 40 || 'err' in l || /unavailable/.test(JSON.stringify(l))), 'no error, no stack, no outage')
 })
 
-t.test('a real database outage is still logged as an error', async (t) => {
+t.test('a real database outage is still logged as an error: once, when it begins, with its reason', async (t) => {
   // Nothing listens on port 1: the database refuses every connection.
   const database = await openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:1/none', connectTimeout: 2 })
   t.teardown(() => database.close())
-  const { app, logLine } = await listeningApp(t, database)
+  const { app, lines, logLine } = await listeningApp(t, database)
   const res = await call(t, app, { url: '/v1/changelog', key: `fbk_${'a'.repeat(40)}`, headers: { 'x-request-id': 'outage-1' } })
   t.equal(res.status, 503)
-  t.match(await logLine((l) => l.request_id === 'outage-1' && l.msg === 'unavailable'), { level: 50, err: { code: 'ECONNREFUSED' } })
+  t.match(await logLine((l) => /^database unreachable since /.test(String(l.msg))), { level: 50, reason: /ECONNREFUSED/ })
+  t.match(await logLine((l) => l.request_id === 'outage-1' && l.msg === 'request'), { level: 30, status: 503 })
+  t.same(
+    lines.filter((l) => l.request_id === 'outage-1' && Number(l.level) >= 40),
+    [],
+    'the refused request itself adds no error line (and no stack): the outage line says it',
+  )
 })

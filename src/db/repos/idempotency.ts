@@ -1,49 +1,58 @@
-import { and, eq, lt, sql } from 'drizzle-orm'
+import { and, eq, getTableColumns, lt, sql } from 'drizzle-orm'
 import type { Database } from '../client.js'
+import { rowsOf } from '../results.js'
 import { idempotency_keys } from '../schema.js'
 
 export type IdempotencyRecord = typeof idempotency_keys.$inferSelect
 
-/** How long a 2xx answer is replayed, and how long a claim may stay unfinished before a retry takes it over. */
+/** How long a 2xx answer is replayed. */
 const KEEP = sql`interval '24 hours'`
+/** A claim left `in_progress` by a version that claimed keys before writing: how long it still blocks a retry. */
 const ABANDONED = sql`interval '60 seconds'`
+
+/** What `withKey` finds under the key: nothing (the request runs), a stored answer, or a request still running. */
+export type Held = { state: 'free' } | { state: 'done'; record: IdempotencyRecord } | { state: 'running'; record?: IdempotencyRecord }
 
 export function idempotencyRepo(db: Database) {
   return {
     /**
-     * Claims `key` for a request, atomically: true when this request owns it now (new, expired,
-     * or abandoned by a request that never finished), otherwise the record that holds it.
+     * Runs `work` in one transaction that holds the key: the write the request makes and the
+     * answer stored under the key commit together or not at all. So an answer lost after the
+     * commit (a 503 for a write that was applied) is replayed to the retry, and a request that
+     * failed leaves nothing behind. A transaction-scoped advisory lock tells a request still
+     * running (`running`) without waiting for it.
      */
-    async claim(scope: string, key: string, requestHash: string): Promise<true | IdempotencyRecord | undefined> {
-      const claimed = await db
+    async withKey<T>(scope: string, key: string, work: (tx: Database, held: Held) => Promise<T>): Promise<T> {
+      return db.transaction(async (tx) => {
+        const [lock] = rowsOf<{ locked: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(hashtextextended(${scope} || ' ' || ${key}, 0)) as locked`))
+        if (!lock?.locked) return work(tx as unknown as Database, { state: 'running' })
+        const [found] = await tx
+          .select({ record: getTableColumns(idempotency_keys), recent: sql<boolean>`${idempotency_keys.created_at} >= now() - ${ABANDONED}` })
+          .from(idempotency_keys)
+          .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), sql`${idempotency_keys.created_at} >= now() - ${KEEP}`))
+        const held: Held =
+          found?.record.state === 'done' ? { state: 'done', record: found.record } : found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
+        return work(tx as unknown as Database, held)
+      })
+    },
+
+    /** Stores the answer under the key, inside withKey's transaction (replacing an expired or abandoned record). */
+    async save(scope: string, key: string, requestHash: string, response: { status: number; location: string | undefined; body: string }): Promise<void> {
+      const values = { request_hash: requestHash, state: 'done' as const, response_status: response.status, response_location: response.location ?? null, response_body: response.body, created_at: sql`now()` }
+      await db
         .insert(idempotency_keys)
-        .values({ scope, key, request_hash: requestHash })
-        .onConflictDoUpdate({
-          target: [idempotency_keys.scope, idempotency_keys.key],
-          set: { request_hash: requestHash, state: 'in_progress', response_status: null, response_location: null, response_body: null, created_at: sql`now()` },
-          setWhere: sql`${idempotency_keys.created_at} < now() - ${KEEP} or (${idempotency_keys.state} = 'in_progress' and ${idempotency_keys.created_at} < now() - ${ABANDONED})`,
-        })
-        .returning({ key: idempotency_keys.key })
-      if (claimed.length) return true
-      const [record] = await db
-        .select()
-        .from(idempotency_keys)
-        .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key)))
-      return record
+        .values({ scope, key, ...values })
+        .onConflictDoUpdate({ target: [idempotency_keys.scope, idempotency_keys.key], set: values })
     },
 
-    async complete(scope: string, key: string, response: { status: number; location: string | undefined; body: string }): Promise<void> {
-      await db
-        .update(idempotency_keys)
-        .set({ state: 'done', response_status: response.status, response_location: response.location ?? null, response_body: response.body })
-        .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key)))
-    },
-
-    /** Frees a claim whose request failed, so that a retry runs it again. */
-    async release(scope: string, key: string): Promise<void> {
-      await db
-        .delete(idempotency_keys)
-        .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), eq(idempotency_keys.state, 'in_progress')))
+    /**
+     * Marks the key as taken by a request running elsewhere, as versions that claimed a key
+     * before writing did: retries answer 409 for ABANDONED. Kept for a rolling deploy beside
+     * such a version, and for the Prism scenario's 409. True when the key was free.
+     */
+    async claim(scope: string, key: string, requestHash: string): Promise<true | undefined> {
+      const claimed = await db.insert(idempotency_keys).values({ scope, key, request_hash: requestHash }).onConflictDoNothing().returning({ key: idempotency_keys.key })
+      return claimed.length ? true : undefined
     },
 
     /** Deletes records past their 24 hours. */
@@ -52,3 +61,4 @@ export function idempotencyRepo(db: Database) {
     },
   }
 }
+

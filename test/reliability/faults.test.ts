@@ -1,0 +1,353 @@
+// Network faults injected from outside the driver, through a TCP proxy between the app and
+// PostgreSQL (fixtures/fault-proxy.ts): a cut, a partition (no byte moves, nothing is reset)
+// and a silent host after a reset. Each time: every request answers 503 unavailable within a
+// deadline however long the fault lasts, /readyz turns 503 and back, the log holds one line
+// when the database becomes unreachable and one when it is back (with the number of requests
+// refused), and no stack per request. And an answer lost after its commit: the retry with the
+// same Idempotency-Key gets the committed record.
+// Bounds are generous (seconds over the configured deadlines): the point is that no request
+// waits for the fault to end, which the test makes last longer than any bound.
+import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { sql } from 'drizzle-orm'
+import type { FastifyInstance } from 'fastify'
+import type { Sql } from 'postgres'
+import t, { type Test } from 'tap'
+import { buildApp } from '../../src/app.js'
+import { defaults } from '../../src/config.js'
+import { openDatabase } from '../../src/db/client.js'
+import { sqlState } from '../../src/db/results.js'
+import { isUnavailable } from '../../src/http/errors.js'
+import { COOL_DOWN_MS, systemClock, type Clock } from '../../src/db/gate.js'
+import type { CallOptions } from '../helpers/app.js'
+import { specProblems } from '../helpers/spec-check.js'
+import { faultProxy } from './fixtures/fault-proxy.js'
+import { DATABASE_URL, proProject, uniqueName } from './fixtures/pg.js'
+
+const CONNECT_TIMEOUT_S = 2
+const STATEMENT_TIMEOUT_MS = 1000
+const DEADLINE_MS = 2000
+const READY_DEADLINE_MS = 1000
+/** Slack for a loaded machine: two cores shared by many test processes. */
+const SLACK_MS = 2000
+const ADMIN_TOKEN = 'faults-admin-token-0123456789'
+
+interface LogLine {
+  level: number
+  msg: string
+  [field: string]: unknown
+}
+
+async function appBehindProxy(t: Test, options: { statementDeadlineMs?: number; clock?: Clock } = {}) {
+  // The schema and a project, made directly: the app's own connections go through the proxy.
+  const direct = await openDatabase({ databaseUrl: DATABASE_URL, poolSize: 1, connectTimeout: 5 })
+  t.teardown(() => direct.close())
+  await direct.migrate()
+  const project = await proProject(direct.db, 'Faults')
+  const proxy = await faultProxy(t, DATABASE_URL)
+  const previous = process.env.PGAPPNAME
+  process.env.PGAPPNAME = uniqueName('faults')
+  const handle = await openDatabase({
+    databaseUrl: proxy.url,
+    poolSize: 4,
+    connectTimeout: CONNECT_TIMEOUT_S,
+    statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+    statementDeadlineMs: options.statementDeadlineMs ?? DEADLINE_MS,
+    readyDeadlineMs: READY_DEADLINE_MS,
+    clock: options.clock,
+  })
+  if (previous === undefined) delete process.env.PGAPPNAME
+  else process.env.PGAPPNAME = previous
+  const lines: LogLine[] = []
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line) as LogLine)
+      done()
+    },
+  })
+  const app = await buildApp(
+    { ...defaults, logLevel: 'info', adminToken: ADMIN_TOKEN, rateLimitPerMinute: 1_000_000 },
+    handle,
+    // last_used_at is written by a timer; keep it out of the way of the proxy's traps.
+    { logger: { stream }, keyUsage: { intervalMs: 3_600_000 } },
+  )
+  await app.ready()
+  t.teardown(async () => {
+    proxy.restore()
+    await app.close()
+    await handle.close()
+  })
+  return { app, proxy, project, lines, direct, handle }
+}
+
+interface Answer {
+  label: string
+  status: number
+  ms: number
+  code?: string
+  retryAfter?: string
+  offSpec: string[]
+  json?: { data?: { id: string; title: string } }
+  headers: Record<string, unknown>
+}
+
+async function timed(app: FastifyInstance, label: string, options: CallOptions): Promise<Answer> {
+  const method = options.method ?? 'GET'
+  const headers: Record<string, string> = { ...(options.key ? { authorization: `Bearer ${options.key}` } : {}), ...options.headers }
+  if (options.body !== undefined) headers['content-type'] = 'application/json'
+  const started = performance.now()
+  const res = await app.inject({ method, url: options.url, headers, payload: options.body === undefined ? undefined : JSON.stringify(options.body) })
+  const ms = performance.now() - started
+  let json: (Answer['json'] & { code?: string }) | undefined
+  try {
+    json = JSON.parse(res.body)
+  } catch {
+    json = undefined
+  }
+  return {
+    label,
+    status: res.statusCode,
+    ms,
+    code: json?.code,
+    retryAfter: res.headers['retry-after'] as string | undefined,
+    offSpec: specProblems(method, options.url, { statusCode: res.statusCode, headers: res.headers, body: res.body }),
+    json,
+    headers: res.headers,
+  }
+}
+
+const summary = (answers: Answer[]) => answers.map((a) => `${a.label} ${a.status} ${Math.round(a.ms)} ms`).join(', ')
+
+/** Reads and writes, as clients send them. */
+function traffic(app: FastifyInstance, key: string, n: number): Promise<Answer>[] {
+  return Array.from({ length: n }, (_, i) =>
+    i % 3 === 2
+      ? timed(app, 'POST /v1/changelog', { method: 'POST', url: '/v1/changelog', key, body: { title: `fault ${i}` } })
+      : timed(app, 'GET /v1/changelog', { url: '/v1/changelog', key }),
+  )
+}
+
+/** Polls /readyz until it answers `status`, up to `limitMs`; the time it took, or undefined. */
+async function readyzTurns(app: FastifyInstance, status: number, limitMs: number): Promise<number | undefined> {
+  const started = performance.now()
+  while (performance.now() - started < limitMs) {
+    const answer = await timed(app, 'GET /readyz', { url: '/readyz' })
+    if (answer.status === status) return performance.now() - started
+    await sleep(50)
+  }
+  return undefined
+}
+
+async function metric(app: FastifyInstance, name: string): Promise<number | undefined> {
+  const res = await app.inject({ url: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  const line = res.body.split('\n').find((l) => l.startsWith(`${name} `))
+  return line === undefined ? undefined : Number(line.split(' ')[1])
+}
+
+function checkAllRefused(t: Test, answers: Answer[], limitMs: number) {
+  t.same(
+    answers.filter((a) => !(a.status === 503 && a.code === 'unavailable' && Number(a.retryAfter) >= 1)).map((a) => `${a.label} ${a.status}`),
+    [],
+    'every request: 503 unavailable with Retry-After',
+  )
+  t.same([...new Set(answers.flatMap((a) => a.offSpec))], [], 'every answer matches openapi.yaml')
+  const slowest = Math.max(...answers.map((a) => a.ms))
+  t.ok(slowest <= limitMs, `every one within ${limitMs} ms (slowest ${Math.round(slowest)} ms): ${summary(answers)}`)
+}
+
+/** One line when the database became unreachable, one when it was back; no stack, no line per refusal. */
+function checkLog(t: Test, lines: LogLine[], refusedAtLeast: number, reason: RegExp) {
+  const down = lines.filter((l) => /^database unreachable since /.test(l.msg))
+  const up = lines.filter((l) => /^database reachable again after /.test(l.msg))
+  t.equal(down.length, 1, 'one line when the database became unreachable')
+  t.equal(down[0]?.level, 50, 'at error level')
+  t.match(down[0]?.reason, reason, `with the reason (${down[0]?.reason})`)
+  t.equal(up.length, 1, 'one line when it was reachable again')
+  t.equal(up[0]?.level, 30, 'at info level')
+  t.ok(Number(up[0]?.refused) >= refusedAtLeast, `with the requests refused meanwhile (${up[0]?.refused}): ${up[0]?.msg}`)
+  t.same(
+    lines.filter((l) => l.level >= 40 && l !== down[0]).map((l) => l.msg),
+    [],
+    'nothing else at warn or error level: no line per refused request',
+  )
+  t.same(
+    lines.filter((l) => JSON.stringify(l).includes('"stack"')).map((l) => l.msg),
+    [],
+    'no stack in the log',
+  )
+}
+
+async function warmUp(t: Test, app: FastifyInstance, key: string) {
+  const warm = await Promise.all(traffic(app, key, 8))
+  t.same(
+    warm.map((a) => a.status),
+    warm.map((a) => (a.label.startsWith('POST') ? 201 : 200)),
+    'before the fault, requests succeed (the pool holds open connections)',
+  )
+}
+
+async function recovers(t: Test, app: FastifyInstance, key: string) {
+  const after = await readyzTurns(app, 200, 10_000)
+  t.ok(after !== undefined, `/readyz answers 200 again within 10 s of the fault's end (${Math.round(after ?? -1)} ms)`)
+  const answers = await Promise.all(traffic(app, key, 6))
+  t.same(
+    answers.map((a) => a.status),
+    answers.map((a) => (a.label.startsWith('POST') ? 201 : 200)),
+    'and requests succeed again, on the same app',
+  )
+}
+
+t.test('a partition (no byte moves, nothing is reset): 503 within the statement deadline, /readyz 503 within seconds', async (t) => {
+  const { app, proxy, project, lines } = await appBehindProxy(t)
+  await warmUp(t, app, project.key)
+
+  proxy.partition()
+  const readyz = readyzTurns(app, 503, 15_000)
+  const answers = await Promise.all(traffic(app, project.key, 12))
+  // New connections made during the partition hear nothing too: the connect timeout bounds them.
+  checkAllRefused(t, answers, DEADLINE_MS + CONNECT_TIMEOUT_S * 1000 + SLACK_MS)
+  const readyAfter = await readyz
+  t.ok(readyAfter !== undefined && readyAfter <= READY_DEADLINE_MS + SLACK_MS, `/readyz answered 503 ${Math.round(readyAfter ?? -1)} ms into the partition`)
+  t.equal(await metric(app, 'db_reachable'), 0, 'db_reachable is 0')
+  t.ok((await metric(app, 'db_deadline_exceeded_total'))! >= 1, 'connections that missed the deadline were closed (db_deadline_exceeded_total)')
+  t.ok((await metric(app, 'db_outage_refusals_total'))! >= answers.length, 'the refusals are counted (db_outage_refusals_total)')
+  t.equal(await metric(app, 'db_outages_total'), 1, 'one outage (db_outages_total)')
+
+  proxy.restore()
+  await recovers(t, app, project.key)
+  t.equal(await metric(app, 'db_reachable'), 1, 'db_reachable is 1 again')
+  checkLog(t, lines, answers.length, /no answer/)
+})
+
+t.test('a cut (connections reset, new ones refused): 503 at once; service resumes', async (t) => {
+  const { app, proxy, project, lines } = await appBehindProxy(t)
+  await warmUp(t, app, project.key)
+
+  proxy.cut()
+  const answers = await Promise.all(traffic(app, project.key, 12))
+  checkAllRefused(t, answers, CONNECT_TIMEOUT_S * 1000 + SLACK_MS)
+  t.ok((await readyzTurns(app, 503, 5000)) !== undefined, '/readyz answers 503')
+
+  proxy.restore()
+  await recovers(t, app, project.key)
+  checkLog(t, lines, answers.length, /ECONNRESET|closed/)
+})
+
+t.test('a silent host after a reset, 20 requests in flight and 20 more: each 503 within the connect timeout + 1 s, no connection attempt while cooling down', async (t) => {
+  // The gate's clock stops when told, so that the cool-down lasts as long as the test needs it.
+  let stoppedAt: number | undefined
+  let skipped = 0
+  const clock: Clock = { ...systemClock, now: () => (stoppedAt ?? systemClock.now()) + skipped }
+  // A deadline far away: what answers these requests is the reset, then the fail-fast gate.
+  const { app, proxy, project, lines } = await appBehindProxy(t, { statementDeadlineMs: 60_000, clock })
+  await warmUp(t, app, project.key)
+
+  proxy.partition()
+  const started = performance.now()
+  const inFlight = traffic(app, project.key, 20)
+  // In flight: every pooled connection has sent its statements and waits for the answers.
+  while (proxy.heldConnections() < 4 && performance.now() - started < 10_000) await sleep(20)
+  t.equal(proxy.heldConnections(), 4, 'the requests are in flight on all four connections')
+  stoppedAt = systemClock.now()
+  proxy.silent()
+  const resetAt = performance.now()
+  const answers = await Promise.all(inFlight)
+  const afterReset = answers.map((a) => ({ ...a, ms: started + a.ms - resetAt }))
+  checkAllRefused(t, afterReset, CONNECT_TIMEOUT_S * 1000 + 1000 + SLACK_MS)
+
+  // The reset tripped the gate: while it cools down, new requests are refused without trying
+  // the silent host (each attempt would wait the connect timeout, and the queued ones behind it).
+  const accepted = proxy.accepted()
+  const next = await Promise.all([...traffic(app, project.key, 20), timed(app, 'GET /readyz', { url: '/readyz' })])
+  checkAllRefused(t, next, CONNECT_TIMEOUT_S * 1000 + 1000 + SLACK_MS)
+  t.equal(proxy.accepted(), accepted, 'no connection was attempted for them')
+
+  // Once the cool-down is over, one request probes: the silent host has it answered 503 after the connect timeout.
+  stoppedAt = undefined
+  skipped = COOL_DOWN_MS
+  const probe = await timed(app, 'GET /readyz', { url: '/readyz' })
+  t.equal(proxy.accepted(), accepted + 1, 'one connection attempt probes the host')
+  t.equal(probe.status, 503, '/readyz still answers 503 while the host is silent')
+  t.ok(probe.ms <= CONNECT_TIMEOUT_S * 1000 + 1000 + SLACK_MS, `within the connect timeout + 1 s (${Math.round(probe.ms)} ms)`)
+
+  proxy.restore()
+  await recovers(t, app, project.key)
+  checkLog(t, lines, answers.length + next.length, /ECONNRESET|closed/)
+})
+
+t.test('an answer lost after its commit: the retry with the same Idempotency-Key gets the committed record', async (t) => {
+  const { app, proxy, project, direct } = await appBehindProxy(t)
+  const title = uniqueName('lost-answer')
+  const request: CallOptions = { method: 'POST', url: '/v1/changelog', key: project.key, body: { title, body: 'written once' }, headers: { 'idempotency-key': title } }
+
+  // PostgreSQL's CommandComplete for COMMIT: the transaction is durable when it is sent.
+  const lost = proxy.loseAnswer(/C\x00\x00\x00\x0bCOMMIT\x00/)
+  let wasLost = false
+  void lost.then(() => (wasLost = true))
+  const first = await timed(app, 'POST /v1/changelog', request)
+  t.equal(first.status, 503, 'the answer was lost: 503 unavailable')
+  t.same(first.offSpec, [], 'matching openapi.yaml')
+  await Promise.resolve()
+  if (!t.ok(wasLost, 'the write committed in a transaction whose COMMIT answer the proxy dropped')) return
+  const [row] = (await direct.db.execute(
+    sql`select id from changelog_entries where project_id = ${project.id} and title = ${title}`,
+  )) as unknown as { id: string }[]
+  t.ok(row, 'yet the write was committed')
+
+  // The client retries, as the README says, until the database answers again.
+  let retry = await timed(app, 'POST /v1/changelog (retry)', request)
+  const started = performance.now()
+  while (retry.status === 503 && performance.now() - started < 10_000) {
+    await sleep(100)
+    retry = await timed(app, 'POST /v1/changelog (retry)', request)
+  }
+  t.equal(retry.status, 201, 'the retry answers 201')
+  t.equal(retry.headers['idempotency-replayed'], 'true', 'replayed: nothing was written again')
+  t.equal(retry.json?.data?.id, row?.id, 'with the committed record')
+  t.equal(retry.json?.data?.title, title)
+  t.same(retry.offSpec, [], 'matching openapi.yaml')
+  const count = (await direct.db.execute(
+    sql`select count(*)::int as n from changelog_entries where project_id = ${project.id} and title = ${title}`,
+  )) as unknown as { n: number }[]
+  t.equal(count[0]?.n, 1, 'one row, whatever the number of retries')
+})
+
+t.test('every way of sending a statement passes the gate: a query, .values(), .raw(), .execute(), a transaction, reserve()', async (t) => {
+  const { proxy, handle } = await appBehindProxy(t)
+  const db = handle.db
+  const client = (db as unknown as { $client: Sql }).$client
+  const ways: [string, () => Promise<unknown>][] = [
+    ['db.execute (Drizzle: unsafe)', () => db.execute(sql`select 1 as one`)],
+    ['db.select (Drizzle: unsafe().values())', () => db.select({ one: sql<number>`1` }).from(sql`(select 1) as t`)],
+    ['db.transaction (Drizzle: begin)', () => db.transaction((tx) => tx.execute(sql`select 1 as one`))],
+    ['unsafe().raw()', () => client.unsafe('select 1 as one').raw()],
+    ['unsafe().execute()', () => client.unsafe('select 1 as one').execute()],
+    ['reserve()', async () => {
+      const reserved = await client.reserve()
+      try {
+        return await reserved`select 1 as one`
+      } finally {
+        reserved.release()
+      }
+    }],
+  ]
+  for (const [label, run] of ways) t.ok(await run(), `${label} works through the gate`)
+
+  proxy.partition()
+  const outcomes = await Promise.all(
+    ways.map(async ([label, run]) => {
+      const started = performance.now()
+      const outcome = await run().then(
+        () => 'answered',
+        (error: unknown) => `${isUnavailable(error) ? 'unavailable' : 'other error'} (${sqlState(error)})`,
+      )
+      return { label, outcome, ms: performance.now() - started }
+    }),
+  )
+  const limitMs = DEADLINE_MS + CONNECT_TIMEOUT_S * 1000 + SLACK_MS
+  t.same(
+    outcomes.filter((o) => !o.outcome.startsWith('unavailable') || o.ms > limitMs).map((o) => `${o.label}: ${o.outcome} after ${Math.round(o.ms)} ms`),
+    [],
+    `during a partition each fails as unavailable (503) within ${limitMs} ms: ${outcomes.map((o) => `${o.label} ${o.outcome} ${Math.round(o.ms)} ms`).join(', ')}`,
+  )
+})
