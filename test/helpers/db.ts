@@ -1,7 +1,7 @@
 // One database per test process (tap runs each file in its own process): in-memory PGlite by
 // default, or PostgreSQL when DATABASE_URL is set. Tests never truncate or share rows: each
 // makes its own project.
-import { sql, type SQLWrapper } from 'drizzle-orm'
+import { and, eq, gt, sql, type SQLWrapper } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -10,6 +10,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import postgres from 'postgres'
 import t from 'tap'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
+import { changelog_entries } from '../../src/db/schema.js'
 import { migrationsFolder } from '../../src/paths.js'
 
 let shared: Promise<DbHandle> | undefined
@@ -73,6 +74,25 @@ async function migratedPglite(): Promise<DbHandle> {
   writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
   renameSync(partial, file)
   return handle
+}
+
+/**
+ * The clock of a scheduled changelog entry, moved on: its publication time becomes now, as it
+ * would once the time had come, and the entry is otherwise untouched (no status is stored, and
+ * updated_at stays). Whether an entry is published is decided by the database's clock, in the
+ * statement that reads it (published_at <= now()), and a test cannot move that clock; so the
+ * entry is moved to it instead, which leaves every read the same comparison to make, without a
+ * test waiting for a deadline that a slow machine could miss. Returns the new published_at.
+ */
+export async function scheduledTimeArrives(entryId: string): Promise<string> {
+  const { db } = await testDatabase()
+  const [entry] = await db
+    .update(changelog_entries)
+    .set({ published_at: sql`date_trunc('milliseconds', now())` })
+    .where(and(eq(changelog_entries.id, entryId), gt(changelog_entries.published_at, sql`now()`)))
+    .returning({ published_at: changelog_entries.published_at })
+  if (!entry) throw new Error(`changelog entry ${entryId} is not scheduled`)
+  return entry.published_at!.toISOString()
 }
 
 /**
