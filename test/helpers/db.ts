@@ -3,7 +3,7 @@
 // makes its own project.
 import { and, eq, gt, sql, type SQLWrapper } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
@@ -43,7 +43,7 @@ function migratedPgliteKey(): string {
     .map((entry) => join(entry.parentPath, entry.name))
     .sort()
   const pglite = join(root, 'node_modules/@electric-sql/pglite/package.json')
-  for (const file of [...files, join(root, 'src/db/client.ts'), join(root, 'src/db/backfill.ts'), pglite]) {
+  for (const file of [...files, join(root, 'src/db/client.ts'), join(root, 'src/db/backfill.ts'), join(root, 'test/helpers/db.ts'), pglite]) {
     hash.update(file.slice(root.length)).update('\0').update(readFileSync(file)).update('\0')
   }
   return hash.digest('hex').slice(0, 16)
@@ -54,10 +54,12 @@ function migratedPgliteKey(): string {
  * here against 0.8 s to load a data directory, and the migrations take 0.2 s more: so the first
  * test process to need it migrates an empty database and saves its data directory, and every
  * other one loads that copy. The copy is keyed by the migrations (migratedPgliteKey), so a new
- * or changed migration is applied, never skipped; the copy is written whole or not at all.
+ * or changed migration is applied, never skipped; the copy is written whole or not at all, and
+ * copies for other keys (40 MB each) are removed once a day old.
  */
 async function migratedPglite(): Promise<DbHandle> {
-  const file = join(tmpdir(), `feedback-test-pglite-${migratedPgliteKey()}.tar`)
+  const prefix = 'feedback-test-pglite-'
+  const file = join(tmpdir(), `${prefix}${migratedPgliteKey()}.tar`)
   let saved: Buffer | undefined
   try {
     saved = readFileSync(file)
@@ -73,6 +75,11 @@ async function migratedPglite(): Promise<DbHandle> {
   const partial = `${file}.${process.pid}.partial`
   writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
   renameSync(partial, file)
+  for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith(prefix))) {
+    const old = join(tmpdir(), name)
+    const modified = statSync(old, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()
+    if (old !== file && modified < Date.now() - 86_400_000) rmSync(old, { force: true })
+  }
   return handle
 }
 
