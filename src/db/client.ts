@@ -92,6 +92,11 @@ export interface DbOptions {
   role?: string
   /** PostgreSQL only: false runs every statement unnamed (DB_PREPARE), for PgBouncer in transaction mode. */
   prepare?: boolean
+  /**
+   * In-memory PGlite only: start from this data directory (a `dumpDataDir()` tarball) instead of
+   * an empty one, skipping initdb. The tests load one migrated database this way (test/helpers/db.ts).
+   */
+  loadDataDir?: Blob
 }
 
 function describePostgres(url: string): string {
@@ -167,7 +172,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   // PGlite runs PostgreSQL's default 128 MB of shared buffers inside this process; its data
   // files already sit in the OS page cache, so 32 MB costs nothing measurable and keeps the
   // server about 90 MB smaller (measured on a reopened data directory: 282 → 199 MB).
-  const client = new PreparedPGlite(options.dataDir, { postgresqlconf: ['shared_buffers=32MB'] })
+  const client = new PreparedPGlite(options.dataDir, { loadDataDir: options.loadDataDir, postgresqlconf: ['shared_buffers=32MB'] })
   const db = drizzlePglite(client, { schema }) as unknown as Database
   return {
     db,

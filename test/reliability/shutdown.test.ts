@@ -1,7 +1,8 @@
 // SIGTERM under write load on the real entry point, on PostgreSQL: every response that has begun
-// is finished, the process exits 0 within 10 s, and every write acknowledged with 201 is in the
-// database afterwards.
-import { setTimeout as sleep } from 'node:timers/promises'
+// is finished, the process exits 0 within its 10 s of grace, and every write acknowledged with 201
+// is in the database afterwards. Nothing here is timed by the test: SIGTERM comes after a number
+// of acknowledged writes, not after a while, and the 10 s are the server's own deadline
+// (close-with-grace exits 1 past it), so a slow machine cannot fail what a fast one passes.
 import t from 'tap'
 import { call } from '../helpers/app.js'
 import { specProblems } from '../helpers/spec-check.js'
@@ -10,6 +11,8 @@ import { httpRequest, pgApp, startServer, uniqueName, type HttpOutcome } from '.
 const WORKERS = 8
 /** Bounds the loop even if the server never stops answering. */
 const MAX_REQUESTS_PER_WORKER = 400
+/** Writes acknowledged before SIGTERM: the load is well under way, far from its end. */
+const ACKNOWLEDGED_BEFORE_SIGTERM = 40
 
 t.test('SIGTERM mid-load: started responses complete, exit 0 within 10 s, every acknowledged write kept', async (t) => {
   const applicationName = uniqueName('shutdown')
@@ -36,6 +39,8 @@ t.test('SIGTERM mid-load: started responses complete, exit 0 within 10 s, every 
   const sent: Sent[] = []
   const acknowledged = new Map<string, string>()
   let sigtermAt = Infinity
+  let warm!: () => void
+  const warmedUp = new Promise<void>((resolve) => (warm = resolve))
   const worker = async (w: number) => {
     for (let i = 0; i < MAX_REQUESTS_PER_WORKER; i++) {
       const title = `shutdown ${applicationName} ${w}-${i}`
@@ -48,25 +53,26 @@ t.test('SIGTERM mid-load: started responses complete, exit 0 within 10 s, every 
       })
       sent.push({ title, outcome, startedAt, endedAt: performance.now() })
       if (outcome.kind === 'complete' && outcome.status === 201) acknowledged.set(JSON.parse(outcome.body!).data.id, title)
+      if (acknowledged.size >= ACKNOWLEDGED_BEFORE_SIGTERM) warm()
       // Once the server refuses connections it is gone for good.
       if (outcome.kind === 'refused' && performance.now() > sigtermAt) return
     }
   }
 
   const load = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)))
-  // Mid-load: well after the workers are busy, well before they run out of requests.
-  const warmUntil = performance.now() + 3000
-  while (acknowledged.size < 40 && performance.now() < warmUntil) await sleep(20)
+  // Mid-load: once the workers are busy, well before they run out of requests (should they all
+  // end first, their outcomes below say why).
+  await Promise.race([warmedUp, load])
   const beforeSigterm = acknowledged.size
   sigtermAt = performance.now()
   server.child.kill('SIGTERM')
-  const exitCode = await Promise.race([server.exited, sleep(15_000).then(() => 'still running after 15 s' as const)])
-  const exitMs = performance.now() - sigtermAt
+  // Bounded by the server itself: close-with-grace exits 1 once its 10 s delay has passed.
+  const exitCode = await server.exited
   await load
 
-  t.ok(beforeSigterm > 0, `writes were being acknowledged when SIGTERM came (${beforeSigterm})`)
-  t.equal(exitCode, 0, 'the server exits 0 after SIGTERM')
-  t.ok(exitMs <= 10_000, `and within 10 s (${Math.round(exitMs)} ms)`)
+  t.ok(beforeSigterm >= ACKNOWLEDGED_BEFORE_SIGTERM, `writes were being acknowledged when SIGTERM came (${beforeSigterm})`)
+  t.equal(exitCode, 0, 'the server exits 0 after SIGTERM: it drained within its 10 s of grace')
+  t.notMatch(server.output(), /killed by timeout/, 'and was not stopped by the grace deadline')
 
   const inFlight = sent.filter((s) => s.startedAt < sigtermAt && s.endedAt > sigtermAt)
   const counts = new Map<string, number>()

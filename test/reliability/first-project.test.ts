@@ -1,7 +1,7 @@
 // The real server on an empty PostgreSQL database (one this test creates and drops): it says how
 // to get a first project and key, with the exact CLI command (DATABASE_URL's password masked)
 // and the operator API; the command works as printed; a database with a project hears nothing.
-// Runs in both CI passes and fails, never skips, without PostgreSQL.
+// Fails, never skips, without PostgreSQL (see fixtures/pg.ts for when it runs).
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'

@@ -1,5 +1,5 @@
 // Two server instances on one PostgreSQL database (two pools, two apps), as in production behind
-// a load balancer. Runs in both CI passes and fails, never skips, without PostgreSQL: a key expired
+// a load balancer. Fails, never skips, without PostgreSQL (see fixtures/pg.ts for when it runs): a key expired
 // or revoked through one instance is refused by the other on its very next request, and
 // last_used_at is written at most once a minute per key whichever instance writes, and stays
 // the time of a real request. Clocks are injected and flushes called by the test.
