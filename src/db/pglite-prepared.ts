@@ -67,15 +67,22 @@ export class PreparedPGlite extends PGlite {
     return this.#statements.size
   }
 
+  /**
+   * Waits until PGlite is ready. PGlite runs a query of its own before it is (its `ready` is true
+   * by then), through this class's query(): a statement or transaction that took #outside
+   * before that would wait for it forever, so none takes #outside before this.
+   */
+  async #ready(): Promise<void> {
+    if (this.ready) return
+    if (this.closed) throw new Error('PGlite is closed')
+    await this.waitReady
+  }
+
   override async query<T>(text: string, params: unknown[] = [], options?: QueryOptions): Promise<Results<T>> {
     this.#pending++
     try {
       if (options?.blob || options?.paramTypes) return await super.query<T>(text, params, options)
-      // PGlite runs a query of its own before it is ready; its `ready` is true by then.
-      if (!this.ready) {
-        if (this.closed) throw new Error('PGlite is closed')
-        await this.waitReady
-      }
+      await this.#ready()
       return await this.#outside.runExclusive(() => this.#run<T>(text, params, options, false))
     } finally {
       this.#pending--
@@ -85,6 +92,7 @@ export class PreparedPGlite extends PGlite {
   override async transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
     this.#pending++
     try {
+      await this.#ready()
       return await this.#outside.runExclusive(() =>
         super.transaction((tx) => {
           const query = <R>(text: string, params?: unknown[], options?: QueryOptions) =>

@@ -139,3 +139,19 @@ t.test('a statement outside a transaction waits for the transaction to end, neve
   )
   t.same(((await outside) as { rows: unknown[] }).rows, [{ n: 0 }], 'it ran after the rollback, and did not see the row')
 })
+
+t.test('a transaction or statement as the very first call waits for PGlite to be ready, and runs', async (t) => {
+  // PGlite runs a query of its own through query() while it starts; a transaction that took the
+  // wrapper's lock first waited for that query forever (seen as tests hanging on a loaded data
+  // directory whose first call was a transaction).
+  for (const first of ['transaction', 'query'] as const) {
+    const db = new PreparedPGlite()
+    t.teardown(() => db.close())
+    const answer =
+      first === 'transaction'
+        ? db.transaction((tx) => tx.query<{ one: number }>('select 1 as one'))
+        : db.query<{ one: number }>('select 1 as one')
+    const settled = await Promise.race([answer.then((r) => r.rows), new Promise((resolve) => setTimeout(resolve, 60_000, 'still waiting after 60 s'))])
+    t.same(settled, [{ one: 1 }], `a ${first} first`)
+  }
+})
