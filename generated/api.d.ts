@@ -784,7 +784,10 @@ export interface components {
     schemas: {
         /** @description A JSON Feed 1.1 document (https://jsonfeed.org/version/1.1), with the fields this service fills. */
         JsonFeed: {
-            /** @enum {string} */
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
             version: "https://jsonfeed.org/version/1.1";
             /** @description `<project name> changelog`. */
             title: string;
@@ -845,10 +848,25 @@ export interface components {
          * @example pt-BR
          */
         Locale: string;
-        /** @enum {string} */
+        /**
+         * @description The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+         * @enum {string}
+         */
         BetaProgramStatus: "draft" | "active" | "closed";
         /**
-         * @description The tester status machine. A tester enrolled through the API starts `invited`; one who
+         * @description A program status, as a request sends it (see `BetaProgramStatus`).
+         * @enum {string}
+         */
+        BetaProgramStatusInput: "draft" | "active" | "closed";
+        /**
+         * @description A tester status, as a request sends it (see `BetaTesterStatus`).
+         * @enum {string}
+         */
+        BetaTesterStatusInput: "invited" | "joined" | "declined" | "revoked";
+        /**
+         * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+         *
+         *     The tester status machine. A tester enrolled through the API starts `invited`; one who
          *     signs up on a program's public page starts `joined`. The tester moves on the join page
          *     (`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:
          *
@@ -899,7 +917,6 @@ export interface components {
             /** @description Unique within the project; never changes after creation. */
             slug: string;
             summary: string | null;
-            /** Format: uri */
             access_url: string | null;
             access_instructions: string | null;
             status: components["schemas"]["BetaProgramStatus"];
@@ -924,7 +941,7 @@ export interface components {
             access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
             /** @default draft */
-            status: components["schemas"]["BetaProgramStatus"];
+            status: components["schemas"]["BetaProgramStatusInput"];
             /** @default false */
             allow_public_signup: boolean;
             feedback_deadline?: components["schemas"]["InputTimestamp"] | null;
@@ -937,7 +954,7 @@ export interface components {
             /** @description Where testers get the build; `null` for none. */
             access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
-            status?: components["schemas"]["BetaProgramStatus"];
+            status?: components["schemas"]["BetaProgramStatusInput"];
             allow_public_signup?: boolean;
             feedback_deadline?: components["schemas"]["InputTimestamp"] | null;
         };
@@ -955,7 +972,7 @@ export interface components {
             /** @description Secret join token, unique across the service. Build `<portal>/beta/join?token=<token>`. */
             token: string;
             /**
-             * @description `invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page.
+             * @description `invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
              * @enum {string}
              */
             source: "invite" | "public";
@@ -994,6 +1011,31 @@ export interface components {
          */
         PrometheusMetrics: string;
         /**
+         * @description An OpenAPI 3.1 document in YAML.
+         * @example openapi: 3.1.0
+         */
+        OpenApiYamlDocument: string;
+        /**
+         * @description The interactive API reference, an HTML page.
+         * @example <!doctype html>
+         */
+        ApiReferencePage: string;
+        /**
+         * @description A page of the public changelog, server-rendered HTML (UTF-8) without script.
+         * @example <!doctype html>
+         */
+        ChangelogPage: string;
+        /**
+         * @description An Atom 1.0 feed (RFC 4287), UTF-8 XML.
+         * @example <?xml version="1.0" encoding="utf-8"?>
+         */
+        AtomFeed: string;
+        /**
+         * @description A short HTML page saying that there is no such project or page.
+         * @example <!doctype html>
+         */
+        PortalNotFoundPage: string;
+        /**
          * @description A server-rendered HTML page (UTF-8), every interpolated value escaped.
          * @example <!doctype html>
          */
@@ -1026,10 +1068,7 @@ export interface components {
             beta_tester_id: string;
             /** @description The tester's text, as written (line breaks kept; at most 10 000 characters). */
             body: string;
-            /**
-             * Format: int32
-             * @description 1 (poor) to 5 (great); `null` when the tester gave none.
-             */
+            /** @description 1 (poor) to 5 (great); `null` when the tester gave none. */
             rating: number | null;
             created_at: components["schemas"]["Timestamp"];
         };
@@ -1056,7 +1095,9 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
             /**
-             * @description (ext) Read off `published_at` by the database's clock when the response was made:
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             *
+             *     (ext) Read off `published_at` by the database's clock when the response was made:
              *     `null` is `draft`, a time after that moment `scheduled`, any other `published`.
              *     It is never stored, so an entry becomes `published` by itself when its time
              *     passes; a list's entries all carry the status the list was selected by. One
@@ -1090,15 +1131,19 @@ export interface components {
              * @default 1.0.0
              */
             version: components["schemas"]["SemVer"];
-            /** @default draft */
+            /**
+             * @description How to publish the entry (see `published_at`). Required when `published_at` is sent.
+             * @default draft
+             */
             status: components["schemas"]["ChangelogStatus"];
             /** @default en */
             locale: components["schemas"]["Locale"];
             /**
              * @description An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).
              *     With `status: published`, the publication date (a past date back-dates the entry).
-             *     Required with `status: scheduled`, and then in the future. Not accepted without
-             *     `status`, and not with `status: draft`.
+             *     Required with `status: scheduled`, and then in the future. Requires `status`: sent
+             *     without it, the request is `400` (the schema's `dependentRequired`); not accepted
+             *     with `status: draft`.
              */
             published_at?: components["schemas"]["InputTimestamp"];
         };
@@ -1125,10 +1170,15 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description `pro` is needed for writes.
+         * @description `pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
          * @enum {string}
          */
         Plan: "free" | "pro";
+        /**
+         * @description `pro` is needed for writes.
+         * @enum {string}
+         */
+        PlanInput: "free" | "pro";
         Project: {
             id: string;
             name: string;
@@ -1139,13 +1189,13 @@ export interface components {
         ProjectCreate: {
             name: components["schemas"]["ProgramName"];
             /** @default free */
-            plan: components["schemas"]["Plan"];
+            plan: components["schemas"]["PlanInput"];
             /** @default false */
             beta_enabled: boolean;
         };
         ProjectUpdate: {
             name?: components["schemas"]["ProgramName"];
-            plan?: components["schemas"]["Plan"];
+            plan?: components["schemas"]["PlanInput"];
             beta_enabled?: boolean;
         };
         ProjectEnvelope: {
@@ -1213,7 +1263,10 @@ export interface components {
             api_key: components["schemas"]["ApiKeySecret"];
         };
         Health: {
-            /** @enum {string} */
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
             status: "ok";
         };
         /** @description An OpenAPI 3.1 document. */
@@ -1227,14 +1280,17 @@ export interface components {
         };
         /** @description An RFC 9457 problem details document. */
         Problem: {
-            /** @enum {string} */
+            /**
+             * @description Always `about:blank` today. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
             type: "about:blank";
             /** @description The HTTP reason phrase. */
             title: string;
             /** Format: int32 */
             status: number;
             /**
-             * @description Stable machine-readable error code.
+             * @description Stable machine-readable error code. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
              * @enum {string}
              */
             code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
@@ -1242,7 +1298,10 @@ export interface components {
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */
             errors?: {
-                /** @enum {string} */
+                /**
+                 * @description The request part. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+                 * @enum {string}
+                 */
                 in: "body" | "query" | "path" | "header";
                 /** @description JSON Pointer into the part; empty for the part itself. */
                 path: string;
@@ -1349,7 +1408,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "text/html": string;
+                "text/html": components["schemas"]["PortalNotFoundPage"];
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -1439,19 +1498,6 @@ export interface components {
         };
         /** @description `invalid_transition`: the status machine forbids that change. */
         InvalidTransition: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `program_closed`: the program is closed to enrollment. */
-        ProgramClosed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -1653,9 +1699,9 @@ export interface components {
          */
         Cursor: string;
         /** @description Only programs in this status. */
-        ProgramStatusFilter: components["schemas"]["BetaProgramStatus"];
+        ProgramStatusFilter: components["schemas"]["BetaProgramStatusInput"];
         /** @description Only testers in this status. */
-        TesterStatusFilter: components["schemas"]["BetaTesterStatus"];
+        TesterStatusFilter: components["schemas"]["BetaTesterStatusInput"];
         /** @description Only this tester's feedback (`bt_...`); a malformed id is `400`. */
         FeedbackTesterFilter: string;
         /** @description A feedback id (`fb_...`) of that program. Any other value is `404`. */
@@ -3053,7 +3099,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": string;
+                    "application/yaml": components["schemas"]["OpenApiYamlDocument"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3080,7 +3126,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": string;
+                    "text/html": components["schemas"]["ApiReferencePage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3362,7 +3408,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": string;
+                    "text/html": components["schemas"]["ChangelogPage"];
                 };
             };
             304: components["responses"]["PublicNotModified"];
@@ -3419,7 +3465,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/atom+xml": string;
+                    "application/atom+xml": components["schemas"]["AtomFeed"];
                 };
             };
             304: components["responses"]["PublicNotModified"];

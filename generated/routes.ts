@@ -41,7 +41,8 @@ export const routes: RouteSpec[] = [
               "draft",
               "active",
               "closed"
-            ]
+            ],
+            "description": "A program status, as a request sends it (see `BetaProgramStatus`)."
           },
           "limit": {
             "type": "integer",
@@ -68,7 +69,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -79,7 +79,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "project_id",
@@ -130,29 +129,43 @@ export const routes: RouteSpec[] = [
                     "description": "Unique within the project; never changes after creation."
                   },
                   "summary": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "maxLength": 1000
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "access_url": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "format": "uri",
-                    "maxLength": 2048
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2048
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "access_instructions": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "maxLength": 10000
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "maxLength": 10000
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "status": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                     "enum": [
                       "draft",
                       "active",
@@ -183,12 +196,12 @@ export const routes: RouteSpec[] = [
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -214,16 +227,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -276,11 +295,15 @@ export const routes: RouteSpec[] = [
             ]
           },
           "summary": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 1000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 1000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_url": {
             "description": "Where testers get the build; `null` for none.",
@@ -299,18 +322,27 @@ export const routes: RouteSpec[] = [
             ]
           },
           "access_instructions": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 10000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 10000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "status": {
-            "type": "string",
-            "enum": [
-              "draft",
-              "active",
-              "closed"
+            "allOf": [
+              {
+                "type": "string",
+                "enum": [
+                  "draft",
+                  "active",
+                  "closed"
+                ],
+                "description": "A program status, as a request sends it (see `BetaProgramStatus`)."
+              }
             ],
             "default": "draft"
           },
@@ -338,14 +370,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "project_id",
@@ -396,29 +426,43 @@ export const routes: RouteSpec[] = [
                   "description": "Unique within the project; never changes after creation."
                 },
                 "summary": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 1000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 1000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_url": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "maxLength": 2048
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_instructions": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 10000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 10000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "draft",
                     "active",
@@ -449,9 +493,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -484,14 +530,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "project_id",
@@ -542,29 +586,43 @@ export const routes: RouteSpec[] = [
                   "description": "Unique within the project; never changes after creation."
                 },
                 "summary": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 1000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 1000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_url": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "maxLength": 2048
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_instructions": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 10000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 10000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "draft",
                     "active",
@@ -595,9 +653,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -654,11 +714,15 @@ export const routes: RouteSpec[] = [
             ]
           },
           "summary": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 1000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 1000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_url": {
             "description": "Where testers get the build; `null` for none.",
@@ -677,11 +741,15 @@ export const routes: RouteSpec[] = [
             ]
           },
           "access_instructions": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 10000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 10000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "status": {
             "type": "string",
@@ -689,7 +757,8 @@ export const routes: RouteSpec[] = [
               "draft",
               "active",
               "closed"
-            ]
+            ],
+            "description": "A program status, as a request sends it (see `BetaProgramStatus`)."
           },
           "allow_public_signup": {
             "type": "boolean"
@@ -714,14 +783,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "project_id",
@@ -772,29 +839,43 @@ export const routes: RouteSpec[] = [
                   "description": "Unique within the project; never changes after creation."
                 },
                 "summary": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 1000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 1000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_url": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "maxLength": 2048
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_instructions": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 10000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 10000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "draft",
                     "active",
@@ -825,9 +906,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -892,7 +975,7 @@ export const routes: RouteSpec[] = [
               "declined",
               "revoked"
             ],
-            "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+            "description": "A tester status, as a request sends it (see `BetaTesterStatus`)."
           },
           "limit": {
             "type": "integer",
@@ -919,7 +1002,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -930,7 +1012,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "beta_program_id",
@@ -965,29 +1046,35 @@ export const routes: RouteSpec[] = [
                   },
                   "source": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                     "enum": [
                       "invite",
                       "public"
-                    ],
-                    "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                    ]
                   },
                   "status": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                     "enum": [
                       "invited",
                       "joined",
                       "declined",
                       "revoked"
-                    ],
-                    "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                    ]
                   },
                   "end_user_id": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "maxLength": 24,
-                    "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "maxLength": 24,
+                        "pattern": "^eu_[0-9A-Za-z]{21}$"
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "invited_at": {
                     "type": "string",
@@ -1010,12 +1097,12 @@ export const routes: RouteSpec[] = [
                       }
                     ]
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -1041,16 +1128,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1099,14 +1192,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1141,29 +1232,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1186,20 +1283,20 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         },
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1234,29 +1331,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1279,9 +1382,11 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1318,14 +1423,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1360,29 +1463,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1405,9 +1514,11 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1459,14 +1570,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1501,29 +1610,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1546,9 +1661,11 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1640,7 +1757,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -1651,7 +1767,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "beta_program_id",
@@ -1684,13 +1799,17 @@ export const routes: RouteSpec[] = [
                     "description": "The tester's text, as written (line breaks kept; at most 10 000 characters)."
                   },
                   "rating": {
-                    "type": [
-                      "integer",
-                      "null"
+                    "oneOf": [
+                      {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "maximum": 5
+                      },
+                      {
+                        "type": "null"
+                      }
                     ],
-                    "format": "int32",
-                    "minimum": 1,
-                    "maximum": 5,
                     "description": "1 (poor) to 5 (great); `null` when the tester gave none."
                   },
                   "created_at": {
@@ -1700,12 +1819,12 @@ export const routes: RouteSpec[] = [
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -1731,16 +1850,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1777,14 +1902,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1817,13 +1940,17 @@ export const routes: RouteSpec[] = [
                   "description": "The tester's text, as written (line breaks kept; at most 10 000 characters)."
                 },
                 "rating": {
-                  "type": [
-                    "integer",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "integer",
+                      "format": "int32",
+                      "minimum": 1,
+                      "maximum": 5
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "format": "int32",
-                  "minimum": 1,
-                  "maximum": 5,
                   "description": "1 (poor) to 5 (great); `null` when the tester gave none."
                 },
                 "created_at": {
@@ -1833,9 +1960,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1905,7 +2034,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -1916,7 +2044,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "title",
@@ -1995,19 +2122,20 @@ export const routes: RouteSpec[] = [
                   },
                   "status": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                     "enum": [
                       "draft",
                       "scheduled",
                       "published"
-                    ],
-                    "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                    ]
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -2033,16 +2161,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2086,48 +2220,70 @@ export const routes: RouteSpec[] = [
             "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
-            "type": "string",
-            "maxLength": 100000,
-            "description": "Markdown.",
+            "allOf": [
+              {
+                "type": "string",
+                "maxLength": 100000,
+                "description": "Markdown."
+              }
+            ],
             "default": ""
           },
           "labels": {
-            "type": "array",
-            "maxItems": 10,
-            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
-            "items": {
-              "type": "string",
-              "maxLength": 256,
-              "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
-              "x-expected": "a label of 1 to 32 characters, not counting white space around them",
-              "description": "A label of 1 to 32 characters after trimming."
-            },
+            "allOf": [
+              {
+                "type": "array",
+                "maxItems": 10,
+                "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
+                "items": {
+                  "type": "string",
+                  "maxLength": 256,
+                  "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+                  "x-expected": "a label of 1 to 32 characters, not counting white space around them",
+                  "description": "A label of 1 to 32 characters after trimming."
+                }
+              }
+            ],
             "default": []
           },
           "version": {
-            "type": "string",
-            "maxLength": 256,
-            "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n",
-            "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
-            "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$",
-            "default": "1.0.0"
+            "allOf": [
+              {
+                "type": "string",
+                "maxLength": 256,
+                "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
+                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
+                "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
+              }
+            ],
+            "default": "1.0.0",
+            "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n"
           },
           "status": {
-            "type": "string",
-            "enum": [
-              "draft",
-              "scheduled",
-              "published"
+            "allOf": [
+              {
+                "type": "string",
+                "enum": [
+                  "draft",
+                  "scheduled",
+                  "published"
+                ],
+                "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n"
+              }
             ],
-            "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n",
-            "default": "draft"
+            "default": "draft",
+            "description": "How to publish the entry (see `published_at`). Required when `published_at` is sent.\n"
           },
           "locale": {
-            "type": "string",
-            "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
-            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
-            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$",
+            "allOf": [
+              {
+                "type": "string",
+                "maxLength": 35,
+                "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+                "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
+                "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
+              }
+            ],
             "default": "en"
           },
           "published_at": {
@@ -2136,21 +2292,19 @@ export const routes: RouteSpec[] = [
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
             "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
-            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
+            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Requires `status`: sent\nwithout it, the request is `400` (the schema's `dependentRequired`); not accepted\nwith `status: draft`.\n"
           }
         }
       },
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "title",
@@ -2229,16 +2383,19 @@ export const routes: RouteSpec[] = [
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                   "enum": [
                     "draft",
                     "scheduled",
                     "published"
-                  ],
-                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                  ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2279,14 +2436,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "title",
@@ -2365,16 +2520,19 @@ export const routes: RouteSpec[] = [
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                   "enum": [
                     "draft",
                     "scheduled",
                     "published"
-                  ],
-                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                  ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2478,14 +2636,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "title",
@@ -2564,16 +2720,19 @@ export const routes: RouteSpec[] = [
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                   "enum": [
                     "draft",
                     "scheduled",
                     "published"
-                  ],
-                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                  ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2656,7 +2815,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -2667,7 +2825,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "name",
@@ -2688,11 +2845,12 @@ export const routes: RouteSpec[] = [
                   },
                   "plan": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                     "enum": [
                       "free",
                       "pro"
-                    ],
-                    "description": "`pro` is needed for writes."
+                    ]
                   },
                   "beta_enabled": {
                     "type": "boolean"
@@ -2704,12 +2862,12 @@ export const routes: RouteSpec[] = [
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -2735,16 +2893,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2782,12 +2946,16 @@ export const routes: RouteSpec[] = [
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "plan": {
-            "type": "string",
-            "enum": [
-              "free",
-              "pro"
+            "allOf": [
+              {
+                "type": "string",
+                "enum": [
+                  "free",
+                  "pro"
+                ],
+                "description": "`pro` is needed for writes."
+              }
             ],
-            "description": "`pro` is needed for writes.",
             "default": "free"
           },
           "beta_enabled": {
@@ -2799,7 +2967,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "api_key"
@@ -2807,7 +2974,6 @@ export const routes: RouteSpec[] = [
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "name",
@@ -2828,11 +2994,12 @@ export const routes: RouteSpec[] = [
                 },
                 "plan": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "free",
                     "pro"
-                  ],
-                  "description": "`pro` is needed for writes."
+                  ]
                 },
                 "beta_enabled": {
                   "type": "boolean"
@@ -2844,7 +3011,8 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             },
             "api_key": {
               "type": "string",
@@ -2852,7 +3020,8 @@ export const routes: RouteSpec[] = [
               "pattern": "^fbk_[A-Za-z0-9_-]{40}$",
               "description": "The API key itself. Shown once; store it in your secret manager."
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2885,14 +3054,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "name",
@@ -2913,11 +3080,12 @@ export const routes: RouteSpec[] = [
                 },
                 "plan": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "free",
                     "pro"
-                  ],
-                  "description": "`pro` is needed for writes."
+                  ]
                 },
                 "beta_enabled": {
                   "type": "boolean"
@@ -2929,9 +3097,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2988,14 +3158,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "name",
@@ -3016,11 +3184,12 @@ export const routes: RouteSpec[] = [
                 },
                 "plan": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "free",
                     "pro"
-                  ],
-                  "description": "`pro` is needed for writes."
+                  ]
                 },
                 "beta_enabled": {
                   "type": "boolean"
@@ -3032,9 +3201,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3088,7 +3259,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -3099,7 +3269,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "prefix",
@@ -3122,12 +3291,16 @@ export const routes: RouteSpec[] = [
                     "description": "The key's first characters, to recognise it in a list."
                   },
                   "name": {
-                    "type": [
-                      "string",
-                      "null"
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100
+                      },
+                      {
+                        "type": "null"
+                      }
                     ],
-                    "minLength": 1,
-                    "maxLength": 100,
                     "description": "The operator's label for the key; `null` when it has none."
                   },
                   "created_at": {
@@ -3182,12 +3355,12 @@ export const routes: RouteSpec[] = [
                       }
                     ]
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -3213,16 +3386,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3292,7 +3471,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "api_key"
@@ -3300,7 +3478,6 @@ export const routes: RouteSpec[] = [
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "prefix",
@@ -3323,12 +3500,16 @@ export const routes: RouteSpec[] = [
                   "description": "The key's first characters, to recognise it in a list."
                 },
                 "name": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "minLength": 1,
-                  "maxLength": 100,
                   "description": "The operator's label for the key; `null` when it has none."
                 },
                 "created_at": {
@@ -3383,7 +3564,8 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             },
             "api_key": {
               "type": "string",
@@ -3391,7 +3573,8 @@ export const routes: RouteSpec[] = [
               "pattern": "^fbk_[A-Za-z0-9_-]{40}$",
               "description": "The API key itself. Shown once; store it in your secret manager."
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     },
@@ -3466,14 +3649,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "prefix",
@@ -3496,12 +3677,16 @@ export const routes: RouteSpec[] = [
                   "description": "The key's first characters, to recognise it in a list."
                 },
                 "name": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "minLength": 1,
-                  "maxLength": 100,
                   "description": "The operator's label for the key; `null` when it has none."
                 },
                 "created_at": {
@@ -3556,9 +3741,11 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3637,18 +3824,20 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "status"
           ],
           "properties": {
             "status": {
               "type": "string",
+              "maxLength": 64,
+              "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
               "enum": [
                 "ok"
               ]
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3674,18 +3863,20 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "status"
           ],
           "properties": {
             "status": {
               "type": "string",
+              "maxLength": 64,
+              "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
               "enum": [
                 "ok"
               ]
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
