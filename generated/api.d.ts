@@ -430,6 +430,28 @@ export interface paths {
         patch: operations["adminUpdateApiKey"];
         trace?: never;
     };
+    "/admin/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator API document
+         * @description The OpenAPI document of the operator API (`/admin/v1` and `/metrics`), apart from the
+         *     partner document so that a client generated from either sends only its own credential.
+         *     Like every `/admin` path, it exists only when `ADMIN_TOKEN` is set and needs it.
+         */
+        get: operations["getOperatorOpenApiJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -527,8 +549,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * This API description, as JSON
-         * @description The hand-written OpenAPI document the server is built from, as JSON.
+         * The partner API document, as JSON
+         * @description The partner document: the `/v1` operations and the webhooks, for client generators. It
+         *     is derived from the hand-written `openapi.yaml` the server is built from, which also
+         *     describes the operator API (`/admin/openapi.json`) and the public pages, feeds and probes
+         *     (`/portal/openapi.json`), each in a document of its own.
          */
         get: operations["getOpenApiJson"];
         put?: never;
@@ -547,10 +572,32 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * This API description, as YAML
-         * @description The hand-written OpenAPI document the server is built from, as YAML.
+         * The partner API document, as YAML
+         * @description The partner document of `/openapi.json`, as YAML.
          */
         get: operations["getOpenApiYaml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public pages, feeds and probes document
+         * @description The OpenAPI document of what the service serves without a key besides the partner
+         *     document: the portal's pages and forms (for people), its feeds, the health and readiness
+         *     probes, the reference page and the documents themselves. Not meant for client generators.
+         */
+        get: operations["getPortalOpenApiJson"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2987,6 +3034,35 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getOperatorOpenApiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenApiDocument"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getMetrics: {
         parameters: {
             query?: never;
@@ -3100,6 +3176,28 @@ export interface operations {
                 };
                 content: {
                     "application/yaml": components["schemas"]["OpenApiYamlDocument"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+        };
+    };
+    getPortalOpenApiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             400: components["responses"]["BadRequest"];

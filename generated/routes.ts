@@ -3783,6 +3783,47 @@ export const routes: RouteSpec[] = [
     }
   },
   {
+    "operationId": "getOperatorOpenApiJson",
+    "method": "GET",
+    "path": "/admin/openapi.json",
+    "url": "/admin/openapi.json",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "required": [
+            "openapi",
+            "info"
+          ],
+          "additionalProperties": true,
+          "description": "An OpenAPI 3.1 document.",
+          "properties": {
+            "openapi": {
+              "type": "string",
+              "maxLength": 16
+            },
+            "info": {
+              "type": "object",
+              "additionalProperties": true
+            }
+          }
+        }
+      }
+    }
+  },
+  {
     "operationId": "getMetrics",
     "method": "GET",
     "path": "/metrics",
@@ -3941,6 +3982,47 @@ export const routes: RouteSpec[] = [
         "properties": {}
       },
       "response": {}
+    }
+  },
+  {
+    "operationId": "getPortalOpenApiJson",
+    "method": "GET",
+    "path": "/portal/openapi.json",
+    "url": "/portal/openapi.json",
+    "tag": "ops",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "required": [
+            "openapi",
+            "info"
+          ],
+          "additionalProperties": true,
+          "description": "An OpenAPI 3.1 document.",
+          "properties": {
+            "openapi": {
+              "type": "string",
+              "maxLength": 16
+            },
+            "info": {
+              "type": "object",
+              "additionalProperties": true
+            }
+          }
+        }
+      }
     }
   },
   {

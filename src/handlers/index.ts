@@ -49,4 +49,6 @@ export const handlers = {
   getReady: ops.getReady,
   getOpenApiJson: ops.getOpenApiJson,
   getOpenApiYaml: ops.getOpenApiYaml,
+  getOperatorOpenApiJson: ops.getOperatorOpenApiJson,
+  getPortalOpenApiJson: ops.getPortalOpenApiJson,
 } satisfies HandlerMap
