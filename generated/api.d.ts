@@ -987,10 +987,10 @@ export interface components {
             /** @description Where testers get the build; `null` for none. */
             access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
-            /** @default draft */
-            status: components["schemas"]["BetaProgramStatusInput"];
-            /** @default false */
-            allow_public_signup: boolean;
+            /** @description `draft` when omitted. */
+            status?: components["schemas"]["BetaProgramStatusInput"];
+            /** @description `false` when omitted. */
+            allow_public_signup?: boolean;
             feedback_deadline?: components["schemas"]["InputTimestamp"] | null;
         };
         /** @description Only the fields sent change; `null` clears a nullable field. */
@@ -1168,23 +1168,22 @@ export interface components {
         ChangelogLabels: string[];
         ChangelogEntryCreate: {
             title: components["schemas"]["ChangelogTitle"];
-            /** @default  */
-            body: components["schemas"]["ChangelogBody"];
-            /** @default [] */
-            labels: components["schemas"]["ChangelogLabels"];
+            /** @description Markdown; empty (`""`) when omitted. */
+            body?: components["schemas"]["ChangelogBody"];
+            /** @description None (`[]`) when omitted. */
+            labels?: components["schemas"]["ChangelogLabels"];
             /**
              * @description Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even
              *     `1.0.0`), the page shows it.
-             * @default 1.0.0
              */
-            version: components["schemas"]["SemVer"];
+            version?: components["schemas"]["SemVer"];
             /**
-             * @description How to publish the entry (see `published_at`). Required when `published_at` is sent.
-             * @default draft
+             * @description How to publish the entry (see `published_at`); `draft` when omitted. Required when
+             *     `published_at` is sent.
              */
-            status: components["schemas"]["ChangelogStatus"];
-            /** @default en */
-            locale: components["schemas"]["Locale"];
+            status?: components["schemas"]["ChangelogStatus"];
+            /** @description `en` when omitted. */
+            locale?: components["schemas"]["Locale"];
             /**
              * @description An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).
              *     With `status: published`, the publication date (a past date back-dates the entry).
@@ -1235,10 +1234,10 @@ export interface components {
         };
         ProjectCreate: {
             name: components["schemas"]["ProgramName"];
-            /** @default free */
-            plan: components["schemas"]["PlanInput"];
-            /** @default false */
-            beta_enabled: boolean;
+            /** @description `free` when omitted. */
+            plan?: components["schemas"]["PlanInput"];
+            /** @description `false` when omitted. */
+            beta_enabled?: boolean;
         };
         ProjectUpdate: {
             name?: components["schemas"]["ProgramName"];

@@ -344,11 +344,11 @@ export const routes: RouteSpec[] = [
                 "description": "A program status, as a request sends it (see `BetaProgramStatus`)."
               }
             ],
-            "default": "draft"
+            "description": "`draft` when omitted."
           },
           "allow_public_signup": {
             "type": "boolean",
-            "default": false
+            "description": "`false` when omitted."
           },
           "feedback_deadline": {
             "oneOf": [
@@ -2227,7 +2227,7 @@ export const routes: RouteSpec[] = [
                 "description": "Markdown."
               }
             ],
-            "default": ""
+            "description": "Markdown; empty (`\"\"`) when omitted."
           },
           "labels": {
             "allOf": [
@@ -2244,7 +2244,7 @@ export const routes: RouteSpec[] = [
                 }
               }
             ],
-            "default": []
+            "description": "None (`[]`) when omitted."
           },
           "version": {
             "allOf": [
@@ -2256,7 +2256,6 @@ export const routes: RouteSpec[] = [
                 "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
               }
             ],
-            "default": "1.0.0",
             "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n"
           },
           "status": {
@@ -2271,8 +2270,7 @@ export const routes: RouteSpec[] = [
                 "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n"
               }
             ],
-            "default": "draft",
-            "description": "How to publish the entry (see `published_at`). Required when `published_at` is sent.\n"
+            "description": "How to publish the entry (see `published_at`); `draft` when omitted. Required when\n`published_at` is sent.\n"
           },
           "locale": {
             "allOf": [
@@ -2284,7 +2282,7 @@ export const routes: RouteSpec[] = [
                 "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
               }
             ],
-            "default": "en"
+            "description": "`en` when omitted."
           },
           "published_at": {
             "type": "string",
@@ -2956,11 +2954,11 @@ export const routes: RouteSpec[] = [
                 "description": "`pro` is needed for writes."
               }
             ],
-            "default": "free"
+            "description": "`free` when omitted."
           },
           "beta_enabled": {
             "type": "boolean",
-            "default": false
+            "description": "`false` when omitted."
           }
         }
       },

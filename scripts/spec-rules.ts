@@ -99,6 +99,11 @@ export function evolutionProblems(doc: JsonObject): string[] {
       if (!EXTENSIBLE_WORDING.test(String(schema.description ?? ''))) problems.push(`${where}: x-extensible-enum without a description saying that values may be added`)
     }
     if (isWritten && !isRead && isObject && schema.additionalProperties !== false) problems.push(`${where}: a request object is open; set additionalProperties: false`)
+    if (isWritten && !isRead && schema.properties) {
+      for (const [name, property] of Object.entries(schema.properties as JsonObject)) {
+        if ((property as JsonObject)?.default !== undefined) problems.push(`${where}/properties/${name}: a default on a request property (openapi-typescript makes the field required); say it in the description`)
+      }
+    }
     if (schema.$ref !== undefined && schema.default !== undefined) problems.push(`${where}: a default beside a $ref (generators drop it); wrap the $ref in allOf`)
     if (Array.isArray(schema.type) && schema.type.includes('null')) problems.push(`${where}: nullable written as a type list (generators drop its bounds); write oneOf: [schema, {type: 'null'}]`)
     if (schema.nullable !== undefined) problems.push(`${where}: nullable is not OpenAPI 3.1; write oneOf: [schema, {type: 'null'}]`)

@@ -68,6 +68,7 @@ t.test('each rule catches a deliberately broken document', async (t) => {
   catches(t, (d) => (s(d).BetaProgram.properties.status = { $ref: '#/components/schemas/BetaProgramStatusInput' }), [/BetaProgramStatusInput: used by requests and responses alike/, /a response enum is closed/])
   catches(t, (d) => delete s(d).BetaProgramCreate.additionalProperties, [/BetaProgramCreate: a request object is open/])
   catches(t, (d) => (s(d).BetaProgramCreate.properties.status = { $ref: '#/components/schemas/BetaProgramStatusInput', default: 'draft' }), [/BetaProgramCreate\/properties\/status: a default beside a \$ref/])
+  catches(t, (d) => (s(d).BetaProgramCreate.properties.allow_public_signup.default = false), [/allow_public_signup: a default on a request property/])
   catches(t, (d) => (s(d).BetaProgram.properties.summary = { type: ['string', 'null'], maxLength: 1000 }), [/summary: nullable written as a type list/])
   catches(t, (d) => (s(d).ChangelogEntryCreate.properties.published_at.description = 'A timestamp.'), [/published_at: dependentRequired on status is not said/])
   catches(t, (d) => (d.servers = [{ url: '/', description: 'The server this document is served from' }]), [/servers: \/ is not an absolute URL/, /has no variable/])
