@@ -333,16 +333,11 @@ export const routes: RouteSpec[] = [
             ]
           },
           "status": {
-            "allOf": [
-              {
-                "type": "string",
-                "enum": [
-                  "draft",
-                  "active",
-                  "closed"
-                ],
-                "description": "A program status, as a request sends it (see `BetaProgramStatus`)."
-              }
+            "type": "string",
+            "enum": [
+              "draft",
+              "active",
+              "closed"
             ],
             "description": "`draft` when omitted."
           },
@@ -2220,69 +2215,44 @@ export const routes: RouteSpec[] = [
             "description": "1 to 200 characters, not all white space; stored exactly as sent (not trimmed)."
           },
           "body": {
-            "allOf": [
-              {
-                "type": "string",
-                "maxLength": 100000,
-                "description": "Markdown."
-              }
-            ],
+            "type": "string",
+            "maxLength": 100000,
             "description": "Markdown; empty (`\"\"`) when omitted."
           },
           "labels": {
-            "allOf": [
-              {
-                "type": "array",
-                "maxItems": 10,
-                "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
-                "items": {
-                  "type": "string",
-                  "maxLength": 256,
-                  "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
-                  "x-expected": "a label of 1 to 32 characters, not counting white space around them",
-                  "description": "A label of 1 to 32 characters after trimming."
-                }
-              }
-            ],
-            "description": "None (`[]`) when omitted."
+            "type": "array",
+            "maxItems": 10,
+            "description": "None (`[]`) when omitted.",
+            "items": {
+              "type": "string",
+              "maxLength": 256,
+              "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
+              "x-expected": "a label of 1 to 32 characters, not counting white space around them",
+              "description": "A label of 1 to 32 characters after trimming."
+            }
           },
           "version": {
-            "allOf": [
-              {
-                "type": "string",
-                "maxLength": 256,
-                "description": "A SemVer 2.0.0 version, `X.Y.Z` with optional `-prerelease` and `+build`.",
-                "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
-                "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
-              }
-            ],
-            "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n"
+            "type": "string",
+            "maxLength": 256,
+            "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n",
+            "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
+            "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
           },
           "status": {
-            "allOf": [
-              {
-                "type": "string",
-                "enum": [
-                  "draft",
-                  "scheduled",
-                  "published"
-                ],
-                "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n"
-              }
+            "type": "string",
+            "enum": [
+              "draft",
+              "scheduled",
+              "published"
             ],
             "description": "How to publish the entry (see `published_at`); `draft` when omitted. Required when\n`published_at` is sent.\n"
           },
           "locale": {
-            "allOf": [
-              {
-                "type": "string",
-                "maxLength": 35,
-                "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
-                "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
-                "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
-              }
-            ],
-            "description": "`en` when omitted."
+            "type": "string",
+            "maxLength": 35,
+            "description": "`en` when omitted.",
+            "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
+            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "published_at": {
             "type": "string",
@@ -2944,15 +2914,10 @@ export const routes: RouteSpec[] = [
             "description": "1 to 200 characters after trimming surrounding white space; stored trimmed."
           },
           "plan": {
-            "allOf": [
-              {
-                "type": "string",
-                "enum": [
-                  "free",
-                  "pro"
-                ],
-                "description": "`pro` is needed for writes."
-              }
+            "type": "string",
+            "enum": [
+              "free",
+              "pro"
             ],
             "description": "`free` when omitted."
           },

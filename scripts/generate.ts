@@ -37,6 +37,9 @@ function resolveRef(ref: string): Json {
  */
 const REQUEST_ANNOTATIONS = new Set(['x-expected'])
 
+/** Keywords that say something about a value without constraining it. */
+const ANNOTATIONS = new Set(['description', 'title', 'default', 'deprecated', 'readOnly', 'writeOnly', '$comment'])
+
 /** Inlines $refs and drops annotations that only OpenAPI tooling reads (and, in requests, the validator's messages). */
 function inline(node: Json, request = false): Json {
   if (Array.isArray(node)) return node.map((item) => inline(item, request))
@@ -50,6 +53,13 @@ function inline(node: Json, request = false): Json {
   for (const [key, value] of Object.entries(node)) {
     if (key === 'example' || key === 'examples' || (key.startsWith('x-') && !(request && REQUEST_ANNOTATIONS.has(key)))) continue
     out[key] = key === 'properties' ? mapValues(value as JsonObject, (v) => inline(v, request)) : inline(value, request)
+  }
+  // `allOf: [one schema]` beside annotations is how the spec describes a field by a named schema
+  // (generators drop what is written beside a $ref): for the validator it is that schema.
+  if (Array.isArray(out.allOf) && out.allOf.length === 1) {
+    const { allOf, ...annotations } = out
+    const only = allOf[0] as JsonObject
+    if (Object.keys(annotations).every((key) => ANNOTATIONS.has(key) || !(key in only))) return { ...only, ...annotations }
   }
   return out
 }
