@@ -431,6 +431,28 @@ export interface paths {
         patch: operations["adminUpdateApiKey"];
         trace?: never;
     };
+    "/admin/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator API document
+         * @description The OpenAPI document of the operator API (`/admin/v1` and `/metrics`), apart from the
+         *     partner document so that a client generated from either sends only its own credential.
+         *     Like every `/admin` path, it exists only when `ADMIN_TOKEN` is set and needs it.
+         */
+        get: operations["getOperatorOpenApiJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -528,8 +550,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * This API description, as JSON
-         * @description The hand-written OpenAPI document the server is built from, as JSON.
+         * The partner API document, as JSON
+         * @description The partner document: the `/v1` operations and the webhooks, for client generators. It
+         *     is derived from the hand-written `openapi.yaml` the server is built from, which also
+         *     describes the operator API (`/admin/openapi.json`) and the public pages, feeds and probes
+         *     (`/portal/openapi.json`), each in a document of its own.
          */
         get: operations["getOpenApiJson"];
         put?: never;
@@ -548,10 +573,32 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * This API description, as YAML
-         * @description The hand-written OpenAPI document the server is built from, as YAML.
+         * The partner API document, as YAML
+         * @description The partner document of `/openapi.json`, as YAML.
          */
         get: operations["getOpenApiYaml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public pages, feeds and probes document
+         * @description The OpenAPI document of what the service serves without a key besides the partner
+         *     document: the portal's pages and forms (for people), its feeds, the health and readiness
+         *     probes, the reference page and the documents themselves. Not meant for client generators.
+         */
+        get: operations["getPortalOpenApiJson"];
         put?: never;
         post?: never;
         delete?: never;
@@ -825,7 +872,10 @@ export interface components {
     schemas: {
         /** @description A JSON Feed 1.1 document (https://jsonfeed.org/version/1.1), with the fields this service fills. */
         JsonFeed: {
-            /** @enum {string} */
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
             version: "https://jsonfeed.org/version/1.1";
             /** @description `<project name> changelog`. */
             title: string;
@@ -886,10 +936,25 @@ export interface components {
          * @example pt-BR
          */
         Locale: string;
-        /** @enum {string} */
+        /**
+         * @description The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+         * @enum {string}
+         */
         BetaProgramStatus: "draft" | "active" | "closed";
         /**
-         * @description The tester status machine. A tester enrolled through the API starts `invited`; one who
+         * @description A program status, as a request sends it (see `BetaProgramStatus`).
+         * @enum {string}
+         */
+        BetaProgramStatusInput: "draft" | "active" | "closed";
+        /**
+         * @description A tester status, as a request sends it (see `BetaTesterStatus`).
+         * @enum {string}
+         */
+        BetaTesterStatusInput: "invited" | "joined" | "declined" | "revoked";
+        /**
+         * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+         *
+         *     The tester status machine. A tester enrolled through the API starts `invited`; one who
          *     signs up on a program's public page starts `joined`. The tester moves on the join page
          *     (`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:
          *
@@ -940,7 +1005,6 @@ export interface components {
             /** @description Unique within the project; never changes after creation. */
             slug: string;
             summary: string | null;
-            /** Format: uri */
             access_url: string | null;
             access_instructions: string | null;
             status: components["schemas"]["BetaProgramStatus"];
@@ -964,10 +1028,10 @@ export interface components {
             /** @description Where testers get the build; `null` for none. */
             access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
-            /** @default draft */
-            status: components["schemas"]["BetaProgramStatus"];
-            /** @default false */
-            allow_public_signup: boolean;
+            /** @description `draft` when omitted. */
+            status?: components["schemas"]["BetaProgramStatusInput"];
+            /** @description `false` when omitted. */
+            allow_public_signup?: boolean;
             feedback_deadline?: components["schemas"]["InputTimestamp"] | null;
         };
         /** @description Only the fields sent change; `null` clears a nullable field. */
@@ -978,7 +1042,7 @@ export interface components {
             /** @description Where testers get the build; `null` for none. */
             access_url?: components["schemas"]["HttpUrl"] | null;
             access_instructions?: string | null;
-            status?: components["schemas"]["BetaProgramStatus"];
+            status?: components["schemas"]["BetaProgramStatusInput"];
             allow_public_signup?: boolean;
             feedback_deadline?: components["schemas"]["InputTimestamp"] | null;
         };
@@ -996,7 +1060,7 @@ export interface components {
             /** @description Secret join token, unique across the service; the credential of `join_url`. */
             token: string;
             /**
-             * @description `invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page.
+             * @description `invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
              * @enum {string}
              */
             source: "invite" | "public";
@@ -1005,7 +1069,6 @@ export interface components {
             invited_at: components["schemas"]["Timestamp"];
             joined_at: components["schemas"]["Timestamp"] | null;
             /**
-             * Format: uri
              * @description (ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:
              *     the service sends no email. Built on the deployment's configured public address
              *     (`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not
@@ -1048,9 +1111,33 @@ export interface components {
          * @description A changelog entry's page (UTF-8 HTML, no script): the entry's title, date, version where
          *     one was given, labels and its rendered body (at most 1 000 000 characters of HTML), with
          *     a link to the changelog page.
-         * @example <!doctype html>
          */
         ChangelogEntryPage: string;
+        /**
+         * @description An OpenAPI 3.1 document in YAML.
+         * @example openapi: 3.1.0
+         */
+        OpenApiYamlDocument: string;
+        /**
+         * @description The interactive API reference, an HTML page.
+         * @example <!doctype html>
+         */
+        ApiReferencePage: string;
+        /**
+         * @description A page of the public changelog, server-rendered HTML (UTF-8) without script.
+         * @example <!doctype html>
+         */
+        ChangelogPage: string;
+        /**
+         * @description An Atom 1.0 feed (RFC 4287), UTF-8 XML.
+         * @example <?xml version="1.0" encoding="utf-8"?>
+         */
+        AtomFeed: string;
+        /**
+         * @description A short HTML page saying that there is no such project or page.
+         * @example <!doctype html>
+         */
+        PortalNotFoundPage: string;
         /**
          * @description A server-rendered HTML page (UTF-8), every interpolated value escaped.
          * @example <!doctype html>
@@ -1084,10 +1171,7 @@ export interface components {
             beta_tester_id: string;
             /** @description The tester's text, as written (line breaks kept; at most 10 000 characters). */
             body: string;
-            /**
-             * Format: int32
-             * @description 1 (poor) to 5 (great); `null` when the tester gave none.
-             */
+            /** @description 1 (poor) to 5 (great); `null` when the tester gave none. */
             rating: number | null;
             created_at: components["schemas"]["Timestamp"];
         };
@@ -1114,7 +1198,9 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
             /**
-             * @description (ext) Read off `published_at` by the database's clock when the response was made:
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             *
+             *     (ext) Read off `published_at` by the database's clock when the response was made:
              *     `null` is `draft`, a time after that moment `scheduled`, any other `published`.
              *     It is never stored, so an entry becomes `published` by itself when its time
              *     passes; a list's entries all carry the status the list was selected by. One
@@ -1138,25 +1224,28 @@ export interface components {
         ChangelogLabels: string[];
         ChangelogEntryCreate: {
             title: components["schemas"]["ChangelogTitle"];
-            /** @default  */
-            body: components["schemas"]["ChangelogBody"];
-            /** @default [] */
-            labels: components["schemas"]["ChangelogLabels"];
+            /** @description Markdown; empty (`""`) when omitted. */
+            body?: components["schemas"]["ChangelogBody"];
+            /** @description None (`[]`) when omitted. */
+            labels?: components["schemas"]["ChangelogLabels"];
             /**
              * @description Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even
              *     `1.0.0`), the page shows it.
-             * @default 1.0.0
              */
-            version: components["schemas"]["SemVer"];
-            /** @default draft */
-            status: components["schemas"]["ChangelogStatus"];
-            /** @default en */
-            locale: components["schemas"]["Locale"];
+            version?: components["schemas"]["SemVer"];
+            /**
+             * @description How to publish the entry (see `published_at`); `draft` when omitted. Required when
+             *     `published_at` is sent.
+             */
+            status?: components["schemas"]["ChangelogStatus"];
+            /** @description `en` when omitted. */
+            locale?: components["schemas"]["Locale"];
             /**
              * @description An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).
              *     With `status: published`, the publication date (a past date back-dates the entry).
-             *     Required with `status: scheduled`, and then in the future. Not accepted without
-             *     `status`, and not with `status: draft`.
+             *     Required with `status: scheduled`, and then in the future. Requires `status`: sent
+             *     without it, the request is `400` (the schema's `dependentRequired`); not accepted
+             *     with `status: draft`.
              */
             published_at?: components["schemas"]["InputTimestamp"];
         };
@@ -1183,10 +1272,15 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description `pro` is needed for writes.
+         * @description `pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
          * @enum {string}
          */
         Plan: "free" | "pro";
+        /**
+         * @description `pro` is needed for writes.
+         * @enum {string}
+         */
+        PlanInput: "free" | "pro";
         Project: {
             id: string;
             name: string;
@@ -1196,14 +1290,14 @@ export interface components {
         };
         ProjectCreate: {
             name: components["schemas"]["ProgramName"];
-            /** @default free */
-            plan: components["schemas"]["Plan"];
-            /** @default false */
-            beta_enabled: boolean;
+            /** @description `free` when omitted. */
+            plan?: components["schemas"]["PlanInput"];
+            /** @description `false` when omitted. */
+            beta_enabled?: boolean;
         };
         ProjectUpdate: {
             name?: components["schemas"]["ProgramName"];
-            plan?: components["schemas"]["Plan"];
+            plan?: components["schemas"]["PlanInput"];
             beta_enabled?: boolean;
         };
         ProjectEnvelope: {
@@ -1271,7 +1365,10 @@ export interface components {
             api_key: components["schemas"]["ApiKeySecret"];
         };
         Health: {
-            /** @enum {string} */
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
             status: "ok";
         };
         /** @description An OpenAPI 3.1 document. */
@@ -1285,14 +1382,17 @@ export interface components {
         };
         /** @description An RFC 9457 problem details document. */
         Problem: {
-            /** @enum {string} */
+            /**
+             * @description Always `about:blank` today. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
             type: "about:blank";
             /** @description The HTTP reason phrase. */
             title: string;
             /** Format: int32 */
             status: number;
             /**
-             * @description Stable machine-readable error code.
+             * @description Stable machine-readable error code. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
              * @enum {string}
              */
             code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
@@ -1300,7 +1400,10 @@ export interface components {
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */
             errors?: {
-                /** @enum {string} */
+                /**
+                 * @description The request part. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+                 * @enum {string}
+                 */
                 in: "body" | "query" | "path" | "header";
                 /** @description JSON Pointer into the part; empty for the part itself. */
                 path: string;
@@ -1430,7 +1533,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "text/html": string;
+                "text/html": components["schemas"]["PortalNotFoundPage"];
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -1520,19 +1623,6 @@ export interface components {
         };
         /** @description `invalid_transition`: the status machine forbids that change. */
         InvalidTransition: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `program_closed`: the program is closed to enrollment. */
-        ProgramClosed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -1737,9 +1827,9 @@ export interface components {
          */
         Cursor: string;
         /** @description Only programs in this status. */
-        ProgramStatusFilter: components["schemas"]["BetaProgramStatus"];
+        ProgramStatusFilter: components["schemas"]["BetaProgramStatusInput"];
         /** @description Only testers in this status. */
-        TesterStatusFilter: components["schemas"]["BetaTesterStatus"];
+        TesterStatusFilter: components["schemas"]["BetaTesterStatusInput"];
         /** @description Only this tester's feedback (`bt_...`); a malformed id is `400`. */
         FeedbackTesterFilter: string;
         /** @description A feedback id (`fb_...`) of that program. Any other value is `404`. */
@@ -3037,6 +3127,35 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getOperatorOpenApiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenApiDocument"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getMetrics: {
         parameters: {
             query?: never;
@@ -3149,7 +3268,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": string;
+                    "application/yaml": components["schemas"]["OpenApiYamlDocument"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+        };
+    };
+    getPortalOpenApiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3176,7 +3317,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": string;
+                    "text/html": components["schemas"]["ApiReferencePage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3466,7 +3607,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": string;
+                    "text/html": components["schemas"]["ChangelogPage"];
                 };
             };
             304: components["responses"]["PublicNotModified"];
@@ -3566,7 +3707,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/atom+xml": string;
+                    "application/atom+xml": components["schemas"]["AtomFeed"];
                 };
             };
             304: components["responses"]["PublicNotModified"];

@@ -47,7 +47,8 @@ export const routes: RouteSpec[] = [
               "draft",
               "active",
               "closed"
-            ]
+            ],
+            "description": "A program status, as a request sends it (see `BetaProgramStatus`)."
           },
           "limit": {
             "type": "integer",
@@ -74,7 +75,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -85,7 +85,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "project_id",
@@ -136,29 +135,43 @@ export const routes: RouteSpec[] = [
                     "description": "Unique within the project; never changes after creation."
                   },
                   "summary": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "maxLength": 1000
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "maxLength": 1000
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "access_url": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "format": "uri",
-                    "maxLength": 2048
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2048
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "access_instructions": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "maxLength": 10000
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "maxLength": 10000
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "status": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                     "enum": [
                       "draft",
                       "active",
@@ -189,12 +202,12 @@ export const routes: RouteSpec[] = [
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -220,16 +233,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -282,11 +301,15 @@ export const routes: RouteSpec[] = [
             ]
           },
           "summary": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 1000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 1000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_url": {
             "description": "Where testers get the build; `null` for none.",
@@ -305,11 +328,15 @@ export const routes: RouteSpec[] = [
             ]
           },
           "access_instructions": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 10000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 10000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "status": {
             "type": "string",
@@ -318,11 +345,11 @@ export const routes: RouteSpec[] = [
               "active",
               "closed"
             ],
-            "default": "draft"
+            "description": "`draft` when omitted."
           },
           "allow_public_signup": {
             "type": "boolean",
-            "default": false
+            "description": "`false` when omitted."
           },
           "feedback_deadline": {
             "oneOf": [
@@ -344,14 +371,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "project_id",
@@ -402,29 +427,43 @@ export const routes: RouteSpec[] = [
                   "description": "Unique within the project; never changes after creation."
                 },
                 "summary": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 1000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 1000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_url": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "maxLength": 2048
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_instructions": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 10000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 10000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "draft",
                     "active",
@@ -455,9 +494,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -490,14 +531,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "project_id",
@@ -548,29 +587,43 @@ export const routes: RouteSpec[] = [
                   "description": "Unique within the project; never changes after creation."
                 },
                 "summary": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 1000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 1000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_url": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "maxLength": 2048
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_instructions": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 10000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 10000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "draft",
                     "active",
@@ -601,9 +654,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -660,11 +715,15 @@ export const routes: RouteSpec[] = [
             ]
           },
           "summary": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 1000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 1000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "access_url": {
             "description": "Where testers get the build; `null` for none.",
@@ -683,11 +742,15 @@ export const routes: RouteSpec[] = [
             ]
           },
           "access_instructions": {
-            "type": [
-              "string",
-              "null"
-            ],
-            "maxLength": 10000
+            "oneOf": [
+              {
+                "type": "string",
+                "maxLength": 10000
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "status": {
             "type": "string",
@@ -695,7 +758,8 @@ export const routes: RouteSpec[] = [
               "draft",
               "active",
               "closed"
-            ]
+            ],
+            "description": "A program status, as a request sends it (see `BetaProgramStatus`)."
           },
           "allow_public_signup": {
             "type": "boolean"
@@ -720,14 +784,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "project_id",
@@ -778,29 +840,43 @@ export const routes: RouteSpec[] = [
                   "description": "Unique within the project; never changes after creation."
                 },
                 "summary": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 1000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 1000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_url": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "maxLength": 2048
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "access_instructions": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 10000
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 10000
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "The program's status: `draft`, `active` or `closed`. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "draft",
                     "active",
@@ -831,9 +907,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -898,7 +976,7 @@ export const routes: RouteSpec[] = [
               "declined",
               "revoked"
             ],
-            "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+            "description": "A tester status, as a request sends it (see `BetaTesterStatus`)."
           },
           "limit": {
             "type": "integer",
@@ -925,7 +1003,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -936,7 +1013,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "beta_program_id",
@@ -972,29 +1048,35 @@ export const routes: RouteSpec[] = [
                   },
                   "source": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                     "enum": [
                       "invite",
                       "public"
-                    ],
-                    "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                    ]
                   },
                   "status": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                     "enum": [
                       "invited",
                       "joined",
                       "declined",
                       "revoked"
-                    ],
-                    "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                    ]
                   },
                   "end_user_id": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "maxLength": 24,
-                    "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "maxLength": 24,
+                        "pattern": "^eu_[0-9A-Za-z]{21}$"
+                      },
+                      {
+                        "type": "null"
+                      }
+                    ]
                   },
                   "invited_at": {
                     "type": "string",
@@ -1018,20 +1100,24 @@ export const routes: RouteSpec[] = [
                     ]
                   },
                   "join_url": {
-                    "type": [
-                      "string",
-                      "null"
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2048
+                      },
+                      {
+                        "type": "null"
+                      }
                     ],
-                    "format": "uri",
-                    "maxLength": 2048,
                     "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -1057,16 +1143,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1115,14 +1207,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1158,29 +1248,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1204,28 +1300,32 @@ export const routes: RouteSpec[] = [
                   ]
                 },
                 "join_url": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "format": "uri",
-                  "maxLength": 2048,
                   "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         },
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1261,29 +1361,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1307,17 +1413,23 @@ export const routes: RouteSpec[] = [
                   ]
                 },
                 "join_url": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "format": "uri",
-                  "maxLength": 2048,
                   "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1354,14 +1466,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1397,29 +1507,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1443,17 +1559,23 @@ export const routes: RouteSpec[] = [
                   ]
                 },
                 "join_url": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "format": "uri",
-                  "maxLength": 2048,
                   "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1505,14 +1627,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1548,29 +1668,35 @@ export const routes: RouteSpec[] = [
                 },
                 "source": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "invite",
                     "public"
-                  ],
-                  "description": "`invite` for a tester enrolled through this API; `public` for one who signed up on the program's public page."
+                  ]
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\nThe tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n",
                   "enum": [
                     "invited",
                     "joined",
                     "declined",
                     "revoked"
-                  ],
-                  "description": "The tester status machine. A tester enrolled through the API starts `invited`; one who\nsigns up on a program's public page starts `joined`. The tester moves on the join page\n(`/beta/join?token=...`), the team through `PATCH .../testers/{id}`:\n\n| from | to | by |\n|---|---|---|\n| `invited` | `joined` | the tester accepts (sets `joined_at` and `end_user_id`) |\n| `declined` | `joined` | the tester accepts after all |\n| `invited` | `declined` | the tester declines |\n| `invited`, `joined`, `declined` | `revoked` | the API; the token stops working at once |\n| `revoked` | `invited` | the API restores the tester; the same token works again |\n\nStaying in the same status is a no-op. Every other move is refused: `409\ninvalid_transition` through the API, a `409` page on the join page (a `joined` tester\ncannot decline; leaving a program is the team's revoke).\n"
+                  ]
                 },
                 "end_user_id": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "maxLength": 24,
-                  "pattern": "^eu_[0-9A-Za-z]{21}$"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 24,
+                      "pattern": "^eu_[0-9A-Za-z]{21}$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "invited_at": {
                   "type": "string",
@@ -1594,17 +1720,23 @@ export const routes: RouteSpec[] = [
                   ]
                 },
                 "join_url": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "format": "uri",
-                  "maxLength": 2048,
                   "description": "(ext) The tester's join link, `<PUBLIC_BASE_URL>/beta/join?token=<token>`, ready to send:\nthe service sends no email. Built on the deployment's configured public address\n(`PUBLIC_BASE_URL`), never on the request's `Host`; `null` when the deployment has not\nconfigured one (then build `<your portal>/beta/join?token=<token>` yourself). It holds\nthe token: treat it as the credential it is.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1696,7 +1828,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -1707,7 +1838,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "beta_program_id",
@@ -1740,13 +1870,17 @@ export const routes: RouteSpec[] = [
                     "description": "The tester's text, as written (line breaks kept; at most 10 000 characters)."
                   },
                   "rating": {
-                    "type": [
-                      "integer",
-                      "null"
+                    "oneOf": [
+                      {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "maximum": 5
+                      },
+                      {
+                        "type": "null"
+                      }
                     ],
-                    "format": "int32",
-                    "minimum": 1,
-                    "maximum": 5,
                     "description": "1 (poor) to 5 (great); `null` when the tester gave none."
                   },
                   "created_at": {
@@ -1756,12 +1890,12 @@ export const routes: RouteSpec[] = [
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -1787,16 +1921,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1833,14 +1973,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "beta_program_id",
@@ -1873,13 +2011,17 @@ export const routes: RouteSpec[] = [
                   "description": "The tester's text, as written (line breaks kept; at most 10 000 characters)."
                 },
                 "rating": {
-                  "type": [
-                    "integer",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "integer",
+                      "format": "int32",
+                      "minimum": 1,
+                      "maximum": 5
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "format": "int32",
-                  "minimum": 1,
-                  "maximum": 5,
                   "description": "1 (poor) to 5 (great); `null` when the tester gave none."
                 },
                 "created_at": {
@@ -1889,9 +2031,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -1961,7 +2105,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -1972,7 +2115,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "title",
@@ -2051,19 +2193,20 @@ export const routes: RouteSpec[] = [
                   },
                   "status": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                     "enum": [
                       "draft",
                       "scheduled",
                       "published"
-                    ],
-                    "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                    ]
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -2089,16 +2232,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2144,29 +2293,26 @@ export const routes: RouteSpec[] = [
           "body": {
             "type": "string",
             "maxLength": 100000,
-            "description": "Markdown.",
-            "default": ""
+            "description": "Markdown; empty (`\"\"`) when omitted."
           },
           "labels": {
             "type": "array",
             "maxItems": 10,
-            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
+            "description": "None (`[]`) when omitted.",
             "items": {
               "type": "string",
               "maxLength": 256,
               "pattern": "^\\s*\\S(?:[\\s\\S]{0,30}\\S)?\\s*$",
               "x-expected": "a label of 1 to 32 characters, not counting white space around them",
               "description": "A label of 1 to 32 characters after trimming."
-            },
-            "default": []
+            }
           },
           "version": {
             "type": "string",
             "maxLength": 256,
             "description": "Omitted, the entry reads `1.0.0` and the public page shows no version; sent (even\n`1.0.0`), the page shows it.\n",
             "x-expected": "a SemVer version such as 1.2.3 or 2.1.0-beta.1 (no leading v)",
-            "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$",
-            "default": "1.0.0"
+            "pattern": "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"
           },
           "status": {
             "type": "string",
@@ -2175,16 +2321,14 @@ export const routes: RouteSpec[] = [
               "scheduled",
               "published"
             ],
-            "description": "In a request, an instruction that sets `published_at` (see the operation); the entry's\nstate is never stored apart from that date, and every entry record reports it as\n`status`.\n",
-            "default": "draft"
+            "description": "How to publish the entry (see `published_at`); `draft` when omitted. Required when\n`published_at` is sent.\n"
           },
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "`en` when omitted.",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
-            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$",
-            "default": "en"
+            "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
           "published_at": {
             "type": "string",
@@ -2192,21 +2336,19 @@ export const routes: RouteSpec[] = [
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
             "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
-            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Not accepted without\n`status`, and not with `status: draft`.\n"
+            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Requires `status`: sent\nwithout it, the request is `400` (the schema's `dependentRequired`); not accepted\nwith `status: draft`.\n"
           }
         }
       },
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "title",
@@ -2285,16 +2427,19 @@ export const routes: RouteSpec[] = [
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                   "enum": [
                     "draft",
                     "scheduled",
                     "published"
-                  ],
-                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                  ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2335,14 +2480,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "title",
@@ -2421,16 +2564,19 @@ export const routes: RouteSpec[] = [
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                   "enum": [
                     "draft",
                     "scheduled",
                     "published"
-                  ],
-                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                  ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2534,14 +2680,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "title",
@@ -2620,16 +2764,19 @@ export const routes: RouteSpec[] = [
                 },
                 "status": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n\n(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n",
                   "enum": [
                     "draft",
                     "scheduled",
                     "published"
-                  ],
-                  "description": "(ext) Read off `published_at` by the database's clock when the response was made:\n`null` is `draft`, a time after that moment `scheduled`, any other `published`.\nIt is never stored, so an entry becomes `published` by itself when its time\npasses; a list's entries all carry the status the list was selected by. One\nexception: a `POST` replayed for a retry with the same `Idempotency-Key`\n(`Idempotency-Replayed: true`) returns the stored answer unchanged, so its `status`\nis as of the first request (a replayed `scheduled` entry may be published by\nnow). `GET` the entry for its current status.\n"
+                  ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2712,7 +2859,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -2723,7 +2869,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "name",
@@ -2744,11 +2889,12 @@ export const routes: RouteSpec[] = [
                   },
                   "plan": {
                     "type": "string",
+                    "maxLength": 64,
+                    "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                     "enum": [
                       "free",
                       "pro"
-                    ],
-                    "description": "`pro` is needed for writes."
+                    ]
                   },
                   "beta_enabled": {
                     "type": "boolean"
@@ -2760,12 +2906,12 @@ export const routes: RouteSpec[] = [
                     "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -2791,16 +2937,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2843,19 +2995,17 @@ export const routes: RouteSpec[] = [
               "free",
               "pro"
             ],
-            "description": "`pro` is needed for writes.",
-            "default": "free"
+            "description": "`free` when omitted."
           },
           "beta_enabled": {
             "type": "boolean",
-            "default": false
+            "description": "`false` when omitted."
           }
         }
       },
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "api_key"
@@ -2863,7 +3013,6 @@ export const routes: RouteSpec[] = [
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "name",
@@ -2884,11 +3033,12 @@ export const routes: RouteSpec[] = [
                 },
                 "plan": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "free",
                     "pro"
-                  ],
-                  "description": "`pro` is needed for writes."
+                  ]
                 },
                 "beta_enabled": {
                   "type": "boolean"
@@ -2900,7 +3050,8 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             },
             "api_key": {
               "type": "string",
@@ -2908,7 +3059,8 @@ export const routes: RouteSpec[] = [
               "pattern": "^fbk_[A-Za-z0-9_-]{40}$",
               "description": "The API key itself. Shown once; store it in your secret manager."
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -2941,14 +3093,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "name",
@@ -2969,11 +3119,12 @@ export const routes: RouteSpec[] = [
                 },
                 "plan": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "free",
                     "pro"
-                  ],
-                  "description": "`pro` is needed for writes."
+                  ]
                 },
                 "beta_enabled": {
                   "type": "boolean"
@@ -2985,9 +3136,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3044,14 +3197,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "name",
@@ -3072,11 +3223,12 @@ export const routes: RouteSpec[] = [
                 },
                 "plan": {
                   "type": "string",
+                  "maxLength": 64,
+                  "description": "`pro` is needed for writes. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
                   "enum": [
                     "free",
                     "pro"
-                  ],
-                  "description": "`pro` is needed for writes."
+                  ]
                 },
                 "beta_enabled": {
                   "type": "boolean"
@@ -3088,9 +3240,11 @@ export const routes: RouteSpec[] = [
                   "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3144,7 +3298,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "pagination"
@@ -3155,7 +3308,6 @@ export const routes: RouteSpec[] = [
               "maxItems": 100,
               "items": {
                 "type": "object",
-                "additionalProperties": false,
                 "required": [
                   "id",
                   "prefix",
@@ -3178,12 +3330,16 @@ export const routes: RouteSpec[] = [
                     "description": "The key's first characters, to recognise it in a list."
                   },
                   "name": {
-                    "type": [
-                      "string",
-                      "null"
+                    "oneOf": [
+                      {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100
+                      },
+                      {
+                        "type": "null"
+                      }
                     ],
-                    "minLength": 1,
-                    "maxLength": 100,
                     "description": "The operator's label for the key; `null` when it has none."
                   },
                   "created_at": {
@@ -3238,12 +3394,12 @@ export const routes: RouteSpec[] = [
                       }
                     ]
                   }
-                }
+                },
+                "additionalProperties": false
               }
             },
             "pagination": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "limit",
                 "offset",
@@ -3269,16 +3425,22 @@ export const routes: RouteSpec[] = [
                   "description": "Whether a further page exists."
                 },
                 "next_cursor": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "maxLength": 512
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "maxLength": 512,
                   "description": "(ext) Send as `cursor` (instead of `offset`) for the next page; `null` when\n`has_more` is false. Given on every page, however it was asked for.\n"
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3348,7 +3510,6 @@ export const routes: RouteSpec[] = [
       "response": {
         "201": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data",
             "api_key"
@@ -3356,7 +3517,6 @@ export const routes: RouteSpec[] = [
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "prefix",
@@ -3379,12 +3539,16 @@ export const routes: RouteSpec[] = [
                   "description": "The key's first characters, to recognise it in a list."
                 },
                 "name": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "minLength": 1,
-                  "maxLength": 100,
                   "description": "The operator's label for the key; `null` when it has none."
                 },
                 "created_at": {
@@ -3439,7 +3603,8 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             },
             "api_key": {
               "type": "string",
@@ -3447,7 +3612,8 @@ export const routes: RouteSpec[] = [
               "pattern": "^fbk_[A-Za-z0-9_-]{40}$",
               "description": "The API key itself. Shown once; store it in your secret manager."
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     },
@@ -3522,14 +3688,12 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "data"
           ],
           "properties": {
             "data": {
               "type": "object",
-              "additionalProperties": false,
               "required": [
                 "id",
                 "prefix",
@@ -3552,12 +3716,16 @@ export const routes: RouteSpec[] = [
                   "description": "The key's first characters, to recognise it in a list."
                 },
                 "name": {
-                  "type": [
-                    "string",
-                    "null"
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100
+                    },
+                    {
+                      "type": "null"
+                    }
                   ],
-                  "minLength": 1,
-                  "maxLength": 100,
                   "description": "The operator's label for the key; `null` when it has none."
                 },
                 "created_at": {
@@ -3612,9 +3780,11 @@ export const routes: RouteSpec[] = [
                     }
                   ]
                 }
-              }
+              },
+              "additionalProperties": false
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3649,6 +3819,47 @@ export const routes: RouteSpec[] = [
         "properties": {}
       },
       "response": {}
+    }
+  },
+  {
+    "operationId": "getOperatorOpenApiJson",
+    "method": "GET",
+    "path": "/admin/openapi.json",
+    "url": "/admin/openapi.json",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "required": [
+            "openapi",
+            "info"
+          ],
+          "additionalProperties": true,
+          "description": "An OpenAPI 3.1 document.",
+          "properties": {
+            "openapi": {
+              "type": "string",
+              "maxLength": 16
+            },
+            "info": {
+              "type": "object",
+              "additionalProperties": true
+            }
+          }
+        }
+      }
     }
   },
   {
@@ -3693,18 +3904,20 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "status"
           ],
           "properties": {
             "status": {
               "type": "string",
+              "maxLength": 64,
+              "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
               "enum": [
                 "ok"
               ]
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3730,18 +3943,20 @@ export const routes: RouteSpec[] = [
       "response": {
         "200": {
           "type": "object",
-          "additionalProperties": false,
           "required": [
             "status"
           ],
           "properties": {
             "status": {
               "type": "string",
+              "maxLength": 64,
+              "description": "An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.",
               "enum": [
                 "ok"
               ]
             }
-          }
+          },
+          "additionalProperties": false
         }
       }
     }
@@ -3806,6 +4021,47 @@ export const routes: RouteSpec[] = [
         "properties": {}
       },
       "response": {}
+    }
+  },
+  {
+    "operationId": "getPortalOpenApiJson",
+    "method": "GET",
+    "path": "/portal/openapi.json",
+    "url": "/portal/openapi.json",
+    "tag": "ops",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "required": [
+            "openapi",
+            "info"
+          ],
+          "additionalProperties": true,
+          "description": "An OpenAPI 3.1 document.",
+          "properties": {
+            "openapi": {
+              "type": "string",
+              "maxLength": 16
+            },
+            "info": {
+              "type": "object",
+              "additionalProperties": true
+            }
+          }
+        }
+      }
     }
   },
   {

@@ -6,7 +6,6 @@ import type { IncomingMessage } from 'node:http'
 import swagger from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify'
-import { parse } from 'yaml'
 import type { Config } from './config.js'
 import type { DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
@@ -25,14 +24,14 @@ import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
-import { specPath } from './paths.js'
+import { documentPaths } from './paths.js'
 import { refuseUndecodableQuery, validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
 const DOCS = '/docs'
 const SCALAR_DOCUMENT_COPIES = new Set([`${DOCS}/openapi.json`, `${DOCS}/openapi.yaml`])
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-const specYaml = readFileSync(specPath, 'utf8')
+const readDocument = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as object
 
 /** What a 5xx log line may hold of an error: never a query, its parameters or a secret in them. */
 function loggableError(error: unknown): Record<string, unknown> {
@@ -118,7 +117,12 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     markdown:
       options.markdown ??
       new MarkdownRenderer({ onFallback: (reason) => app.log.warn({ reason }, 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds') }),
-    spec: { json: parse(specYaml) as object, yaml: specYaml },
+    spec: {
+      json: readDocument(documentPaths.partner),
+      yaml: readFileSync(documentPaths.partnerYaml, 'utf8'),
+      operator: readDocument(documentPaths.operator),
+      portal: readDocument(documentPaths.portal),
+    },
     ping: () => database.ping(),
     metrics,
   }

@@ -13,7 +13,12 @@ function projectRoot(from: string): string {
 
 const root = projectRoot(dirname(fileURLToPath(import.meta.url)))
 
-/** The published OpenAPI document, as written. */
-export const specPath = join(root, 'openapi.yaml')
+/** The published OpenAPI documents, one per audience, split from openapi.yaml by `npm run generate`. */
+export const documentPaths = {
+  partner: join(root, 'generated', 'openapi.json'),
+  partnerYaml: join(root, 'generated', 'openapi.yaml'),
+  operator: join(root, 'generated', 'admin-openapi.json'),
+  portal: join(root, 'generated', 'portal-openapi.json'),
+}
 /** drizzle-kit's migrations, applied at start-up. */
 export const migrationsFolder = join(root, 'drizzle')

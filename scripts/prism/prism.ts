@@ -1,9 +1,25 @@
 // Starts `prism proxy` in observer mode in front of a running server and stops it by its own pid.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parse } from 'yaml'
 import { freePort } from '../bench/procs.js'
+import { closedReading } from '../openapi-documents.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
+
+/**
+ * What Prism holds the server to: every operation of openapi.yaml (all audiences), read closed
+ * like the tests read it (scripts/openapi-documents.ts), so that a field or an enum value the
+ * spec does not name yet is a violation, though the published documents allow them.
+ */
+function closedDocument(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'prism-observe-')), 'openapi.closed.json')
+  writeFileSync(file, JSON.stringify(closedReading(parse(readFileSync(`${root}openapi.yaml`, 'utf8')))))
+  return file
+}
 
 // However this process ends (a failure, the watchdog, an exception), no Prism outlives it.
 const running = new Set<ChildProcess>()
@@ -37,7 +53,7 @@ async function spawnPrism(upstream: string, port: number, timeoutMs: number): Pr
   // would otherwise add CORS headers and answer preflights itself, which is not our server.
   const child = spawn(
     process.execPath,
-    [`${root}node_modules/@stoplight/prism-cli/dist/index.js`, 'proxy', `${root}openapi.yaml`, upstream, '--errors=false', '--cors=false', '--host', '127.0.0.1', '--port', String(port), '--verboseLevel', 'warn'],
+    [`${root}node_modules/@stoplight/prism-cli/dist/index.js`, 'proxy', closedDocument(), upstream, '--errors=false', '--cors=false', '--host', '127.0.0.1', '--port', String(port), '--verboseLevel', 'warn'],
     { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } },
   )
   running.add(child)

@@ -59,6 +59,7 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ path: '/readyz', expect: 200 })
   await api.send({ path: '/openapi.json', expect: 200 })
   await api.send({ path: '/openapi.yaml', expect: 200 })
+  await api.send({ path: '/portal/openapi.json', expect: 200 })
   await api.send({ path: '/docs/', expect: 200 })
 
   // --- operator API: the projects the rest of the scenario uses
@@ -84,9 +85,11 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await plain.send({ path: '/admin/v1/projects', token: admin, expect: 404 })
   // The metrics, after the requests above, so that every kind of series is in what Prism checks.
   await api.send({ path: '/metrics', token: admin, expect: 200 })
+  await api.send({ path: '/admin/openapi.json', token: admin, expect: 200 })
   // Without ADMIN_TOKEN the operator API does not exist.
   await plain.send({ method: 'POST', path: '/admin/v1/projects', token: admin, json: { name: 'Nobody' }, expect: 404 })
   await plain.send({ path: '/metrics', token: admin, expect: 404 })
+  await plain.send({ path: '/admin/openapi.json', token: admin, expect: 404 })
 
   const key = pro.key
   const freeKey = free.key

@@ -12,6 +12,18 @@ export const getOpenApiJson: Handler<'getOpenApiJson'> = async (_request, ctx) =
   body: ctx.spec.json as { openapi: string; info: Record<string, never> },
 })
 
+type OpenApiDocument = { openapi: string; info: Record<string, never> }
+
+export const getOperatorOpenApiJson: Handler<'getOperatorOpenApiJson'> = async (_request, ctx) => ({
+  status: 200,
+  body: ctx.spec.operator as OpenApiDocument,
+})
+
+export const getPortalOpenApiJson: Handler<'getPortalOpenApiJson'> = async (_request, ctx) => ({
+  status: 200,
+  body: ctx.spec.portal as OpenApiDocument,
+})
+
 export const getOpenApiYaml: Handler<'getOpenApiYaml'> = async (_request, ctx) => ({
   status: 200,
   body: ctx.spec.yaml,

@@ -77,8 +77,8 @@ export interface AppContext {
   repos: Repos
   /** Renders changelog bodies when they are written, off the event loop. */
   markdown: MarkdownRenderer
-  /** The published OpenAPI document, parsed and as the original YAML text. */
-  spec: { json: object; yaml: string }
+  /** The published OpenAPI documents (generated/): the partner's, also as YAML, the operator's and the portal's. */
+  spec: { json: object; yaml: string; operator: object; portal: object }
   ping(): Promise<void>
   /** This app's metrics, served by GET /metrics. */
   metrics: Metrics

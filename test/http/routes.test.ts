@@ -1,12 +1,15 @@
 // The spec defines every route: each operation has exactly one route and handler, the server
 // has no route the spec does not describe, and operations still answering 501 are listed here.
+import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { parse } from 'yaml'
 import { routes } from '../../generated/routes.js'
 import { handlerRegistry, handlers, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
 import { isNotImplemented } from '../../src/handlers/not-implemented.js'
 import { PLUGIN_OPERATIONS } from '../../src/http/types.js'
-import { call, createProject, testApp } from '../helpers/app.js'
-import { spec } from '../helpers/spec-check.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { source, spec } from '../helpers/spec-check.js'
+import { audienceDocument } from '../../scripts/openapi-documents.js'
 
 /** Routes a plugin adds besides its documented operation: Scalar's redirect and its script. */
 const PLUGIN_ASSETS = new Set(['GET /docs', 'HEAD /docs', 'GET /docs/js/scalar.js', 'HEAD /docs/js/scalar.js'])
@@ -69,19 +72,29 @@ t.test('operations not built yet are exactly the listed ones, and answer 501 pro
   }
 })
 
-t.test('the published document is the hand-written one', async (t) => {
+t.test('each audience has its document, split from the hand-written one', async (t) => {
   const app = await testApp()
+  const generated = (file: string) => JSON.parse(readFileSync(new URL(`../../generated/${file}`, import.meta.url), 'utf8'))
   const json = await call(t, app, { url: '/openapi.json' })
   t.equal(json.status, 200)
-  t.same(json.json, spec, '/openapi.json is openapi.yaml, as JSON')
+  t.same(json.json, audienceDocument(source, 'partner'), '/openapi.json is the partner document')
+  t.same(json.json, generated('openapi.json'))
   const yaml = await call(t, app, { url: '/openapi.yaml' })
   t.equal(yaml.status, 200)
   t.match(yaml.headers['content-type'], /^application\/yaml/)
-  t.match(yaml.raw, /^openapi: 3\.1\.0\n/)
+  t.same(parse(yaml.raw), json.json, '/openapi.yaml is the same document')
+  const portal = await call(t, app, { url: '/portal/openapi.json' })
+  t.equal(portal.status, 200)
+  t.same(portal.json, audienceDocument(source, 'portal'), '/portal/openapi.json: pages, feeds and probes')
+  const operator = await call(t, app, { url: '/admin/openapi.json', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  t.equal(operator.status, 200)
+  t.same(operator.json, audienceDocument(source, 'operator'), '/admin/openapi.json: the operator API')
+  t.equal((await call(t, app, { url: '/admin/openapi.json' })).status, 401, 'behind the operator token, like every /admin path')
+  t.equal((await call(t, app, { url: '/admin/openapi.json', key: (await createProject()).key })).status, 401, 'an API key is not the operator token')
   const docs = await call(t, app, { url: '/docs/' })
   t.equal(docs.status, 200)
   t.match(docs.headers['content-type'], /^text\/html/)
-  t.match(docs.raw, /\/openapi\.json/, 'the reference renders the published document')
+  t.match(docs.raw, /\/openapi\.json/, 'the reference renders the partner document')
 })
 
 t.test('/v1 and /admin/v1 send no CORS headers', async (t) => {

@@ -1,0 +1,71 @@
+// The breaking-change gate (scripts/check-breaking.ts) fails on each kind of change that would
+// break a client generated from the released document, and passes additive changes.
+import { readFileSync } from 'node:fs'
+import t from 'tap'
+import { checkBreaking, CURRENT, ownBreaks, RELEASED, releaseProblems } from '../../scripts/check-breaking.js'
+import type { JsonObject } from '../../scripts/openapi-documents.js'
+
+const released = JSON.parse(readFileSync(RELEASED, 'utf8')) as JsonObject
+const changed = (mutate: (doc: JsonObject) => void) => {
+  const copy = structuredClone(released)
+  mutate(copy)
+  return copy
+}
+
+t.test('the gate fails on every breaking change, each named', async (t) => {
+  const broken = changed((d) => {
+    const s = d.components.schemas
+    delete d.paths['/v1/changelog/{id}'].delete // an operation removed
+    delete s.BetaTester.properties.token // a response field removed
+    s.BetaTester.required = s.BetaTester.required.filter((name: string) => name !== 'token')
+    delete s.BetaTester.properties.joined_at // a nullable response field removed
+    s.BetaTester.required = s.BetaTester.required.filter((name: string) => name !== 'joined_at')
+    s.BetaProgramStatus['x-extensible-enum'] = ['draft', 'active'] // an enum value removed from a response
+    s.Pagination.properties.has_more = { type: 'string', maxLength: 5 } // a type narrowed
+    s.BetaTesterEnroll.properties.name = { type: 'string', maxLength: 100 } // a new required request field
+    s.BetaTesterEnroll.required = ['email', 'name']
+    d.paths['/v1/changelog'].get.parameters.push({ name: 'team', in: 'query', required: true, schema: { type: 'string', maxLength: 10 } }) // a new required parameter
+    delete d.paths['/v1/changelog/{id}'].get.responses['404'] // a status code removed
+  })
+  const { ok, breaks } = await checkBreaking(released, broken)
+  t.notOk(ok, 'the gate fails')
+  const expect = (pattern: RegExp, what: string) => t.ok(breaks.some((line) => pattern.test(line)), `${what}: ${pattern}`)
+  expect(/DELETE \/v1\/changelog\/\{id\}.*remove/i, 'an operation removed')
+  expect(/cannot remove response property 'token'/, 'a response field removed')
+  expect(/\/data\/joined_at: response property removed/, 'a nullable response field removed')
+  expect(/response enum value "closed" removed/, 'an enum value removed from a response')
+  expect(/has_more/, 'a type narrowed')
+  expect(/POST \/v1\/beta\/programs\/\{program_id\}\/testers: .*name/, 'a new required request field')
+  expect(/GET \/v1\/changelog: .*team/, 'a new required query parameter')
+  expect(/GET \/v1\/changelog\/\{id\}: .*404/, 'a status code removed')
+})
+
+t.test('additive changes pass the gate', async (t) => {
+  const grown = changed((d) => {
+    const s = d.components.schemas
+    s.BetaTester.properties.join_url = { oneOf: [{ type: 'string', maxLength: 2048 }, { type: 'null' }] } // a new response field
+    s.BetaTester.required.push('join_url')
+    s.BetaProgramStatus['x-extensible-enum'].push('archived') // a new value of an extensible enum
+    s.Problem.properties.code['x-extensible-enum'].push('quota_exceeded')
+    s.BetaTesterEnroll.properties.note = { type: 'string', maxLength: 100 } // a new optional request field
+    d.paths['/v1/changelog'].get.parameters.push({ name: 'q', in: 'query', schema: { type: 'string', maxLength: 10 } }) // a new optional parameter
+  })
+  t.same(await checkBreaking(released, grown), { ok: true, breaks: [] })
+})
+
+t.test('the two rules Optic does not hold, on their own', async (t) => {
+  const s = (d: JsonObject) => d.components.schemas
+  t.same(ownBreaks(released, released), [])
+  t.match(ownBreaks(released, changed((d) => (s(d).Problem.properties.code['x-extensible-enum'] = ['not_found']))), [/code: response enum value "validation_failed" removed/])
+  t.match(ownBreaks(released, changed((d) => delete s(d).BetaProgram.properties.summary)), [/summary: response property removed/])
+  t.same(ownBreaks(released, changed((d) => s(d).BetaProgramStatus['x-extensible-enum'].push('archived'))), [], 'a value added is not a break')
+})
+
+t.test('the released document is recorded in the API changelog, and versions only go forward', async (t) => {
+  const current = JSON.parse(readFileSync(CURRENT, 'utf8')) as JsonObject
+  t.same(releaseProblems(released, current, readFileSync(new URL('../../CHANGELOG-API.md', import.meta.url), 'utf8')), [])
+  t.match(releaseProblems(released, current, '# API changelog\n'), [/no "## 1\.0\.0" section/])
+  const older = changed((d) => (d.info.version = '0.9.0'))
+  t.match(releaseProblems(released, older, `## ${released.info.version}\n`), [/older than the released/])
+  t.same(releaseProblems(released, changed((d) => (d.info.version = '2.0.0')), `## ${released.info.version}\n`), [])
+})
