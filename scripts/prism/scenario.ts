@@ -265,6 +265,9 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     await api.send({ path: `${path}?label=fix`, expect: 200 })
     await api.send({ path: `/portal/${MISSING_PROJECT}/${page}`, expect: 404 })
   }
+  // A published entry's permalink (its 304 and 404 are derived below).
+  const permalinked = (await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Permalinked', status: 'published' }, expect: 201 })).json.data as { id: string }
+  await api.send({ path: `/portal/${pro.id}/changelog/${permalinked.id}`, expect: 200 })
 
   // The key list with every field set: a key used (its use written now, not in a minute) and one revoked.
   await ctx.app.keyUsage.flush()

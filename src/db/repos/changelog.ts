@@ -294,6 +294,18 @@ export function changelogRepo(db: Database) {
   const translated = sql`${t.entry_id} is not null`
   const shownHtml = sql<string | null>`case when ${translated} then ${t.body_html} else ${e.body_html} end`
 
+  /** What a portal page's ETag is made of, per entry shown: the list's and the permalink's alike. */
+  const portalStateColumns = {
+    name: projects.name,
+    project_created_at: projects.created_at,
+    id: e.id,
+    published_at: e.published_at,
+    updated_at: e.updated_at,
+    translation_updated_at: t.updated_at,
+    // The stored length, read without decompressing the value.
+    html_bytes: sql<number | null>`octet_length(${shownHtml})`.mapWith(Number),
+  }
+
   /**
    * Everything the public page and feeds show that can change, without their bodies: the
    * project's name, and the page's entries with when each (and its translation) last changed
@@ -304,16 +316,7 @@ export function changelogRepo(db: Database) {
   function portalStateQuery(input: { projectId: Input<string>; localeKey?: Input<string>; label?: Input<string>; limit: Input<number>; offset: Input<number> }) {
     const ids = pageIds({ ...input, status: 'published' }).as('page')
     return db
-      .select({
-        name: projects.name,
-        project_created_at: projects.created_at,
-        id: e.id,
-        published_at: e.published_at,
-        updated_at: e.updated_at,
-        translation_updated_at: t.updated_at,
-        // The stored length, read without decompressing the value.
-        html_bytes: sql<number | null>`octet_length(${shownHtml})`.mapWith(Number),
-      })
+      .select(portalStateColumns)
       .from(projects)
       .leftJoin(ids, sql`true`)
       .leftJoin(e, eq(e.id, ids.id))
@@ -329,15 +332,7 @@ export function changelogRepo(db: Database) {
    */
   function portalEntryStateQuery(input: { projectId: Input<string>; id: Input<string>; localeKey?: Input<string> }) {
     return db
-      .select({
-        name: projects.name,
-        project_created_at: projects.created_at,
-        id: e.id,
-        published_at: e.published_at,
-        updated_at: e.updated_at,
-        translation_updated_at: t.updated_at,
-        html_bytes: sql<number | null>`octet_length(${shownHtml})`.mapWith(Number),
-      })
+      .select(portalStateColumns)
       .from(e)
       .innerJoin(projects, eq(projects.id, e.project_id))
       .leftJoin(t, translationOf(input.localeKey))
