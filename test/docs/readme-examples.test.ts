@@ -11,11 +11,10 @@
 //   here instead of in a newcomer's terminal.
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { NODE_ARGS, buildServer, root } from '../helpers/server.js'
+import { NODE_ARGS, buildServer, freePort, root } from '../helpers/server.js'
 
 t.setTimeout(300_000)
 t.before(buildServer)
@@ -86,14 +85,6 @@ curl() {
   fi
 }
 `
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 t.test('every README example runs as written, in order, against a fresh server', async (t) => {
   const blocks = shellBlocks(readFileSync(join(root, 'README.md'), 'utf8'))

@@ -10,13 +10,13 @@
 // sent with the keyboard alone: Tab to each field, type, Enter.
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { createServer, type AddressInfo } from 'node:net'
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
 import type { FastifyInstance } from 'fastify'
 import { chromium, type Browser, type Locator, type Page, type Response } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { CHROMIUM_ARGS, chromiumPath } from '../helpers/browser.js'
+import { freePort } from '../helpers/server.js'
 import { specProblems } from '../helpers/spec-check.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -33,15 +33,7 @@ const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core
 const WCAG_21_AA = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']
 const WIDTHS = [1280, 320]
 
-/** A port free now, so that the app can be told its public address before it listens there. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
-
+// A port free now, so that the app can be told its public address before it listens there.
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
 // The links the pages and feeds make are absolute on PUBLIC_BASE_URL, as in production: here

@@ -3,9 +3,10 @@
 // directory, trusting every client. Fails, never skips, when it cannot start.
 import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, connect } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from './server.js'
 
 export interface Pgbouncer {
   /** `postgres://user@127.0.0.1:<port>/<database>` through PgBouncer. */
@@ -30,16 +31,6 @@ function binary(): string {
   if (found) return found
   throw new Error('pgbouncer is not installed: apt-get install -y pgbouncer (it is needed to test DB_PREPARE=false behind PgBouncer)')
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 const accepts = (port: number) =>
   new Promise<boolean>((resolve) => {

@@ -1,12 +1,25 @@
 // The real server as `npm start` runs it (compiled to dist/), for the tests of start-up,
 // shutdown and the embedded database's lock.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { createServer, type AddressInfo } from 'node:net'
 
 export const root = new URL('../..', import.meta.url).pathname
 
 // Exactly what `npm start` runs: build dist/, then start the compiled server.
 export const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
 export const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
+
+/** A port nobody listens on right now (the caller binds it, or tells a server to). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.on('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+}
 
 export function buildServer(): void {
   execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'pipe' })

@@ -46,11 +46,15 @@ async function spiedApp(t: T): Promise<FastifyInstance> {
 
 /**
  * Loads each URL after an event: each must now differ from its last ETag (those `changes` names)
- * or still match it with a 304 that built nothing; then its new ETag must be current.
+ * or still match it with a 304 that built nothing; then its new ETag must be current. With
+ * `cacheControl`, every 200 and 304 must send it. `etags` holds each URL's current ETag.
  */
-function etagChecker(t: T, app: FastifyInstance, urls: string[]) {
+function etagChecker(t: T, app: FastifyInstance, urls: string[], { cacheControl }: { cacheControl?: string } = {}) {
   const etags = new Map<string, string>()
-  return async function check(event: string, changes: (url: string) => boolean) {
+  const cachedAs = (res: { headers: Record<string, unknown> }, what: string) => {
+    if (cacheControl !== undefined) t.equal(res.headers['cache-control'], cacheControl, what)
+  }
+  return Object.assign(async function check(event: string, changes: (url: string) => boolean) {
     for (const url of urls) {
       const before = etags.get(url)
       if (before !== undefined) {
@@ -62,17 +66,19 @@ function etagChecker(t: T, app: FastifyInstance, urls: string[]) {
         } else {
           t.equal(revalidated.status, 304, `${event}: ${url} did not change`)
           t.equal(builds(), buildsBefore, `${event}: the 304 of ${url} built nothing and read no body`)
+          cachedAs(revalidated, `${event}: the 304 keeps the caching`)
         }
       }
       const res = await call(t, app, { url })
       t.equal(res.status, 200)
+      cachedAs(res, `${url}: cached as the list is`)
       etags.set(url, String(res.headers.etag))
       const buildsBefore = builds()
       const again = await call(t, app, { url, headers: { 'if-none-match': String(res.headers.etag) } })
       t.equal(again.status, 304, `${url}: its own ETag is current`)
       t.equal(builds(), buildsBefore, `${url}: the 304 built nothing and read no body`)
     }
-  }
+  }, { etags })
 }
 
 t.test('a 304 builds no page or feed and reads no body; the ETag changes with everything shown', async (t) => {
@@ -205,29 +211,8 @@ t.test("an entry's permalink revalidates like the list: a 304 reads no body, and
   const entry = await write('POST', '/v1/changelog', { title: 'First', body: 'One', status: 'published', published_at: '2025-03-01T00:00:00Z' })
   const base = `/portal/${projectId}/changelog/${entry.id}`
   const urls = [base, `${base}?locale=fr`]
-  const etags = new Map<string, string>()
-  /** Each URL after an event: changed (a 200 with a new ETag) or not (a 304 that built and read nothing). */
-  const check = async (event: string, changes: (url: string) => boolean) => {
-    for (const url of urls) {
-      const before = etags.get(url)
-      if (before !== undefined) {
-        const buildsBefore = builds()
-        const revalidated = await call(t, app, { url, headers: { 'if-none-match': before } })
-        if (changes(url)) {
-          t.equal(revalidated.status, 200, `${event}: ${url} changed`)
-          t.not(revalidated.headers.etag, before, `${event}: ${url} has a new ETag`)
-        } else {
-          t.equal(revalidated.status, 304, `${event}: ${url} did not change`)
-          t.equal(builds(), buildsBefore, `${event}: the 304 of ${url} built nothing and read no body`)
-          t.equal(revalidated.headers['cache-control'], 'public, max-age=60', `${event}: the 304 keeps the caching`)
-        }
-      }
-      const res = await call(t, app, { url })
-      t.equal(res.status, 200)
-      t.equal(res.headers['cache-control'], 'public, max-age=60')
-      etags.set(url, String(res.headers.etag))
-    }
-  }
+  const check = etagChecker(t, app, urls, { cacheControl: 'public, max-age=60' })
+  const { etags } = check
   const all = () => true
   const fr = (url: string) => url.includes('locale=fr')
 
