@@ -3,7 +3,7 @@
 // 90 MB less resident (no loader thread, no source maps). esbuild only strips the types, in a
 // fraction of a second; `npm run typecheck` (and CI) is where the types are checked.
 // Tests and the other scripts keep running the TypeScript sources under tsx.
-import { readdirSync, rmSync } from 'node:fs'
+import { readdirSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 
@@ -18,13 +18,35 @@ function typescriptFiles(dir) {
   })
 }
 
-rmSync('dist', { recursive: true, force: true })
+// Built beside dist/ and swapped in by renames, so that a server already running from dist/ (or
+// starting from it while another build runs, as parallel test files do) never sees it half
+// written or missing for the length of a build.
+const staging = `dist.build-${process.pid}`
+rmSync(staging, { recursive: true, force: true })
 await build({
   entryPoints: [...SOURCES.flatMap(typescriptFiles), ...EXTRA],
-  outdir: 'dist',
+  outdir: staging,
   outbase: '.',
   format: 'esm',
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
 })
+// Another build may swap its own in between our two renames: then ours retires that one and tries again.
+const retired = []
+for (let attempt = 0; ; attempt++) {
+  const old = `dist.old-${process.pid}-${attempt}`
+  try {
+    renameSync('dist', old)
+    retired.push(old)
+  } catch (error) {
+    if (error.code !== 'ENOENT') throw error
+  }
+  try {
+    renameSync(staging, 'dist')
+    break
+  } catch (error) {
+    if ((error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') || attempt >= 10) throw error
+  }
+}
+for (const old of retired) rmSync(old, { recursive: true, force: true })
