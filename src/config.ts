@@ -42,6 +42,17 @@ export interface Config {
    * links relative. Never taken from a request's Host header, which the client chooses.
    */
   readonly publicBaseUrl: string | undefined
+  /**
+   * Milliseconds between a webhook delivery's failed attempts, one per retry (WEBHOOK_RETRY_SCHEDULE,
+   * such as `1s,2s,4s`): a delivery whose attempts have all failed, the first and one per entry,
+   * is `failed`. Each wait gets up to 10 % of jitter.
+   */
+  readonly webhookRetryScheduleMs: readonly number[]
+  /**
+   * Whether deliveries may connect to loopback, private, link-local and unique-local addresses
+   * (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true): for local development and tests only.
+   */
+  readonly webhookAllowPrivateNetworks: boolean
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -63,6 +74,9 @@ export const defaults: Config = Object.freeze({
   redisUrl: undefined,
   requestTimeoutMs: 30_000,
   publicBaseUrl: undefined,
+  // About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (api-contract §10).
+  webhookRetryScheduleMs: Object.freeze([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]),
+  webhookAllowPrivateNetworks: false,
 })
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -94,6 +108,26 @@ export function publicBaseUrl(raw: string | undefined): string | undefined {
   if (url.username || url.password) throw refuse('no user info')
   if (url.pathname !== '/' || url.search || url.hash || /[?#]/.test(raw)) throw refuse('no path, query or fragment')
   return url.origin
+}
+
+const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
+const MAX_RETRIES = 20
+
+/** WEBHOOK_RETRY_SCHEDULE: 1 to 20 comma-separated durations (`500ms`, `5s`, `5m`, `2h`, `1d`), each at most 7 days. */
+export function retrySchedule(raw: string | undefined): readonly number[] {
+  if (raw === undefined || raw === '') return defaults.webhookRetryScheduleMs
+  const parts = raw.split(',').map((part) => part.trim())
+  const ms = parts.map((part) => {
+    const match = DURATION.exec(part)
+    return match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : NaN
+  })
+  if (parts.length > MAX_RETRIES || ms.some((value) => !(value >= 1 && value <= 7 * UNIT_MS.d))) {
+    throw new SetupError(
+      `WEBHOOK_RETRY_SCHEDULE must be 1 to ${MAX_RETRIES} comma-separated waits such as 1s,2s,4s (units ms, s, m, h, d; each at most 7d), got ${JSON.stringify(raw)}: fix or unset it.`,
+    )
+  }
+  return Object.freeze(ms)
 }
 
 function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -136,5 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl,
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', defaults.requestTimeoutMs, 1000, 3_600_000),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
+    webhookRetryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
+    webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', defaults.webhookAllowPrivateNetworks),
   })
 }

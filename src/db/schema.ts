@@ -179,6 +179,14 @@ export const changelog_entries = pgTable(
     /** The base locale, in canonical case. */
     locale: text('locale').notNull().default('en'),
     published_at: timestamptz('published_at'),
+    /**
+     * The `published_at` a `changelog_entry.published` event was written for: set, with the
+     * event, by the write that makes the entry visible or by the sweep that finds a scheduled
+     * entry's time has come (src/webhooks/publication.ts); cleared by any write that makes it a
+     * draft or schedules it later. So each publication fires once, and a moved or unpublished
+     * scheduled entry fires at its new time or never.
+     */
+    announced_at: timestamptz('announced_at'),
     created_at: timestamptz('created_at').notNull().defaultNow(),
     updated_at: timestamptz('updated_at').notNull().defaultNow(),
   },
@@ -193,6 +201,8 @@ export const changelog_entries = pgTable(
     // The rows migrate() still has to render (backfill.ts): empty once it has, so every start
     // finds them without reading the table.
     index('changelog_entries_html_missing_idx').on(t.id).where(sql`${t.body_html} is null`),
+    // The publication sweep's rows: scheduled entries not yet announced, soonest first.
+    index('changelog_entries_unannounced_idx').on(t.published_at).where(sql`${t.published_at} is not null and ${t.announced_at} is null`),
   ],
 )
 
@@ -240,5 +250,98 @@ export const idempotency_keys = pgTable(
     primaryKey({ columns: [t.scope, t.key] }),
     index('idempotency_keys_created_idx').on(t.created_at),
     check('idempotency_keys_state_check', sql`${t.state} in ('in_progress', 'done')`),
+  ],
+)
+
+/**
+ * A project's webhook endpoints (api-contract §10). `secret` signs deliveries (`whsec_` and
+ * base64); after a rotation `previous_secret` signs them too until `previous_secret_expires_at`.
+ * `failing_since`: the first failed attempt since the last success, for the five-day rule.
+ */
+export const webhook_endpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    /** Event types, or `{*}` for every type now and later. */
+    events: text('events').array().notNull().default(sql`'{*}'::text[]`),
+    description: text('description'),
+    enabled: boolean('enabled').notNull().default(true),
+    disabled_reason: text('disabled_reason', { enum: ['gone', 'failing'] }),
+    secret: text('secret').notNull(),
+    previous_secret: text('previous_secret'),
+    previous_secret_expires_at: timestamptz('previous_secret_expires_at'),
+    failing_since: timestamptz('failing_since'),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+    updated_at: timestamptz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('webhook_endpoints_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+    check('webhook_endpoints_disabled_reason_check', sql`${t.disabled_reason} in ('gone', 'failing')`),
+  ],
+)
+
+/**
+ * The event log: every event of a project, whether or not an endpoint is subscribed, written in
+ * the transaction of the change that caused it and kept 30 days. `data` is the resource's record
+ * as JSON text, exactly as its GET returned it then.
+ */
+export const events = pgTable(
+  'events',
+  {
+    id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    data: text('data').notNull(),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('events_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+    index('events_project_type_created_idx').on(t.project_id, t.type, t.created_at.desc(), t.id.desc()),
+    // Pruning, oldest first.
+    index('events_created_idx').on(t.created_at),
+  ],
+)
+
+/**
+ * One (event, endpoint) pair: the outbox the dispatcher claims from (src/webhooks/). Pending
+ * rows are due at `next_attempt_at`; `claimed_until` holds a row an instance is attempting, so
+ * that no other instance attempts it at the same time (never shown).
+ */
+export const webhook_deliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    project_id: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    endpoint_id: text('endpoint_id')
+      .notNull()
+      .references(() => webhook_endpoints.id, { onDelete: 'cascade' }),
+    event_id: text('event_id')
+      .notNull()
+      .references(() => events.id, { onDelete: 'cascade' }),
+    event_type: text('event_type').notNull(),
+    status: text('status', { enum: ['pending', 'succeeded', 'failed'] }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    last_attempt_at: timestamptz('last_attempt_at'),
+    last_response_status: integer('last_response_status'),
+    last_error: text('last_error'),
+    next_attempt_at: timestamptz('next_attempt_at'),
+    claimed_until: timestamptz('claimed_until'),
+    created_at: timestamptz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('webhook_deliveries_endpoint_created_idx').on(t.endpoint_id, t.created_at.desc(), t.id.desc()),
+    index('webhook_deliveries_endpoint_status_created_idx').on(t.endpoint_id, t.status, t.created_at.desc(), t.id.desc()),
+    // The dispatcher's claim: pending rows, soonest due first.
+    index('webhook_deliveries_due_idx').on(t.next_attempt_at).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_event_idx').on(t.event_id),
+    check('webhook_deliveries_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
   ],
 )

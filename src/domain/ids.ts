@@ -3,7 +3,7 @@
 // test/domain/ids.test.ts holds every one of them to idPattern().
 import { customAlphabet } from 'nanoid'
 
-export const ID_PREFIXES = ['prj', 'key', 'bp', 'bt', 'fb', 'ch', 'eu'] as const
+export const ID_PREFIXES = ['prj', 'key', 'bp', 'bt', 'fb', 'ch', 'eu', 'evt', 'we', 'wd'] as const
 export type IdPrefix = (typeof ID_PREFIXES)[number]
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

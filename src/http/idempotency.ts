@@ -8,8 +8,6 @@
 // again. The same key with another body is 422; a retry while the first is still running is 409.
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { makeRepos } from '../db/repos/index.js'
-import { idempotencyRepo } from '../db/repos/idempotency.js'
 import { ApiError } from './errors.js'
 import type { AppContext } from './types.js'
 
@@ -55,8 +53,9 @@ type Result = { status: number; body?: unknown; headers?: Record<string, string>
  */
 export async function answerIdempotently(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, run: (ctx: AppContext) => Promise<Result>): Promise<FastifyReply> {
   const { scope, key, hash } = request.idempotency!
-  const sent = await ctx.repos.idempotency.withKey(scope, key, async (tx, held) => {
-    const repo = idempotencyRepo(tx)
+  const sent = await ctx.repos.transaction(async (tx) => {
+    const repo = tx.idempotency
+    const held = await repo.hold(scope, key)
     if (held.state === 'running') {
       throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry shortly.', { headers: { 'retry-after': '1' } })
     }
@@ -68,7 +67,7 @@ export async function answerIdempotently(request: FastifyRequest, reply: Fastify
       if (held.record.response_location) reply.header('location', held.record.response_location)
       return { status: held.record.response_status!, payload: held.record.response_body! }
     }
-    const result = await run({ ...ctx, repos: makeRepos(tx) })
+    const result = await run({ ...ctx, repos: tx })
     if (result.headers) reply.headers(result.headers)
     reply.code(result.status)
     // Serialized here, as Fastify would, so that what is stored is what is sent.

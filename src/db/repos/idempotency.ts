@@ -10,33 +10,30 @@ const KEEP = sql`interval '24 hours'`
 /** A claim left `in_progress` by a version that claimed keys before writing: how long it still blocks a retry. */
 const ABANDONED = sql`interval '60 seconds'`
 
-/** What `withKey` finds under the key: nothing (the request runs), a stored answer, or a request still running. */
+/** What `hold` finds under the key: nothing (the request runs), a stored answer, or a request still running. */
 export type Held = { state: 'free' } | { state: 'done'; record: IdempotencyRecord } | { state: 'running'; record?: IdempotencyRecord }
 
 export function idempotencyRepo(db: Database) {
   return {
     /**
-     * Runs `work` in one transaction that holds the key: the write the request makes and the
-     * answer stored under the key commit together or not at all. So an answer lost after the
-     * commit (a 503 for a write that was applied) is replayed to the retry, and a request that
-     * failed leaves nothing behind. A transaction-scoped advisory lock tells a request still
-     * running (`running`) without waiting for it.
+     * Takes the key for the rest of the transaction this runs in (repos.transaction), and says
+     * what is under it: the write the request makes and the answer stored under the key commit
+     * together or not at all. So an answer lost after the commit (a 503 for a write that was
+     * applied) is replayed to the retry, and a request that failed leaves nothing behind. A
+     * transaction-scoped advisory lock tells a request still running (`running`) without
+     * waiting for it.
      */
-    async withKey<T>(scope: string, key: string, work: (tx: Database, held: Held) => Promise<T>): Promise<T> {
-      return db.transaction(async (tx) => {
-        const [lock] = rowsOf<{ locked: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(hashtextextended(${scope} || ' ' || ${key}, 0)) as locked`))
-        if (!lock?.locked) return work(tx as unknown as Database, { state: 'running' })
-        const [found] = await tx
-          .select({ record: getTableColumns(idempotency_keys), recent: sql<boolean>`${idempotency_keys.created_at} >= now() - ${ABANDONED}` })
-          .from(idempotency_keys)
-          .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), sql`${idempotency_keys.created_at} >= now() - ${KEEP}`))
-        const held: Held =
-          found?.record.state === 'done' ? { state: 'done', record: found.record } : found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
-        return work(tx as unknown as Database, held)
-      })
+    async hold(scope: string, key: string): Promise<Held> {
+      const [lock] = rowsOf<{ locked: boolean }>(await db.execute(sql`select pg_try_advisory_xact_lock(hashtextextended(${scope} || ' ' || ${key}, 0)) as locked`))
+      if (!lock?.locked) return { state: 'running' }
+      const [found] = await db
+        .select({ record: getTableColumns(idempotency_keys), recent: sql<boolean>`${idempotency_keys.created_at} >= now() - ${ABANDONED}` })
+        .from(idempotency_keys)
+        .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), sql`${idempotency_keys.created_at} >= now() - ${KEEP}`))
+      return found?.record.state === 'done' ? { state: 'done', record: found.record } : found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
     },
 
-    /** Stores the answer under the key, inside withKey's transaction (replacing an expired or abandoned record). */
+    /** Stores the answer under the key, inside hold's transaction (replacing an expired or abandoned record). */
     async save(scope: string, key: string, requestHash: string, response: { status: number; location: string | undefined; body: string }): Promise<void> {
       const values = { request_hash: requestHash, state: 'done' as const, response_status: response.status, response_location: response.location ?? null, response_body: response.body, created_at: sql`now()` }
       await db
