@@ -2,15 +2,20 @@ import type { Database } from '../client.js'
 import { changelogRepo } from './changelog.js'
 import { feedbackRepo } from './feedback.js'
 import { idempotencyRepo } from './idempotency.js'
-import { outboxRepo, type RecordedEvent } from './outbox.js'
+import { outboxRepo } from './outbox.js'
 import { portalRepo } from './portal.js'
 import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
 import { testersRepo } from './testers.js'
 
+/** What a transaction's repositories note for after its commit. */
+interface Transaction {
+  due: boolean
+}
+
 export interface RepoHooks {
-  /** Called once a transaction that recorded events has committed (the dispatcher wakes, src/webhooks/). */
-  eventsCommitted?(events: readonly RecordedEvent[]): void
+  /** Called once a transaction that made webhook deliveries due has committed: the dispatcher wakes (src/webhooks/). */
+  deliveriesDue?(): void
 }
 
 /**
@@ -21,7 +26,7 @@ export function makeRepos(db: Database, publicBaseUrl?: string, hooks: RepoHooks
   return bind(db, publicBaseUrl, hooks, undefined)
 }
 
-function queries(db: Database, publicBaseUrl: string | undefined, inTransaction: RecordedEvent[] | undefined) {
+function queries(db: Database, publicBaseUrl: string | undefined, inTransaction: Transaction | undefined) {
   return {
     projects: projectsRepo(db),
     programs: programsRepo(db),
@@ -30,7 +35,7 @@ function queries(db: Database, publicBaseUrl: string | undefined, inTransaction:
     portal: portalRepo(db),
     changelog: changelogRepo(db),
     idempotency: idempotencyRepo(db),
-    outbox: outboxRepo(db, inTransaction && { recorded: (event) => inTransaction.push(event) }),
+    outbox: outboxRepo(db, inTransaction && { due: () => (inTransaction.due = true) }),
   }
 }
 
@@ -43,14 +48,14 @@ export type Repos = ReturnType<typeof queries> & {
   transaction<T>(work: (tx: Repos) => Promise<T>): Promise<T>
 }
 
-function bind(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks, inTransaction: RecordedEvent[] | undefined): Repos {
+function bind(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks, inTransaction: Transaction | undefined): Repos {
   const repos: Repos = {
     ...queries(db, publicBaseUrl, inTransaction),
     async transaction<T>(work: (tx: Repos) => Promise<T>): Promise<T> {
       if (inTransaction) return work(repos)
-      const recorded: RecordedEvent[] = []
-      const result = await db.transaction((tx) => work(bind(tx as unknown as Database, publicBaseUrl, hooks, recorded)))
-      if (recorded.length) hooks.eventsCommitted?.(recorded)
+      const state: Transaction = { due: false }
+      const result = await db.transaction((tx) => work(bind(tx as unknown as Database, publicBaseUrl, hooks, state)))
+      if (state.due) hooks.deliveriesDue?.()
       return result
     },
   }

@@ -24,10 +24,11 @@ export interface RecordedEvent {
 
 /**
  * `inTransaction`: set on the repositories of a transaction (repos.transaction), with what to
- * call for each event recorded; outside one, record() refuses, since an event written on its own
- * could survive the change's rollback or be lost after its commit.
+ * call when a delivery becomes due (the dispatcher is woken once the transaction commits);
+ * outside one, the outbox refuses to write, since an event written on its own could survive the
+ * change's rollback or be lost after its commit.
  */
-export function outboxRepo(db: Database, inTransaction: { recorded(event: RecordedEvent): void } | undefined) {
+export function outboxRepo(db: Database, inTransaction: { due(): void } | undefined) {
   return {
     /**
      * Writes the event (`data`: the resource's record as its GET returns it) and, in the same
@@ -50,9 +51,9 @@ export function outboxRepo(db: Database, inTransaction: { recorded(event: Record
           )
           select count(*)::int as deliveries from delivery`),
       )
-      const event = { id, deliveries: row?.deliveries ?? 0 }
-      inTransaction.recorded(event)
-      return event
+      const deliveries = row?.deliveries ?? 0
+      if (deliveries > 0) inTransaction.due()
+      return { id, deliveries }
     },
   }
 }
