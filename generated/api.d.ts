@@ -302,6 +302,259 @@ export interface paths {
         patch: operations["updateChangelogEntry"];
         trace?: never;
     };
+    "/v1/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The project's webhook endpoints, newest first (`created_at desc, id desc`). Secrets are never listed.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Subscribes `url` to `events` (every type, now and later, when omitted). The answer holds
+         *     the endpoint's signing secret, `whsec_` followed by the base64 of 32 random bytes: it is
+         *     shown here and on rotation only, so store it now. A project has at most 10 endpoints;
+         *     the 11th is `409 limit_exceeded` (delete one first).
+         *
+         *     The URL is parsed as browsers parse it and must be an absolute `http` or `https` URL of
+         *     at most 2048 characters without user info or a fragment. Unless the deployment allows
+         *     private networks, a host written as a loopback, private, link-local or unique-local
+         *     address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `169.254.169.254`), or named `localhost`, is
+         *     `400`; a name that resolves to such an address is accepted here and refused at every
+         *     delivery attempt (the attempt fails with `last_error` saying so).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint of the project, without its secret.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Removes the endpoint and its deliveries, those not yet made included: nothing more is
+         *     sent to it (an attempt already under way finishes). The events stay in the event log.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes only the fields sent (`url`, `events`, `description`, `enabled`); `null` clears
+         *     `description`, and is `400` for the other three. An empty body changes nothing and
+         *     answers `200`. `enabled: true` on a disabled endpoint clears `disabled_reason` and the
+         *     record of failing attempts: its pending deliveries are sent again from then on.
+         *     `enabled: false` stops deliveries to it (`disabled_reason` stays `null`: the team
+         *     disabled it). A new `url` or `events` applies to events written from then on; the
+         *     deliveries already made go to the endpoint's URL of the moment they are attempted. The
+         *     URL rules are those of creation.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description Makes a new signing secret and answers it (shown here only). For the next 24 hours every
+         *     delivery to the endpoint carries two signatures in `webhook-signature`, the new
+         *     secret's first and the old one's second, separated by a space, so a receiver can switch
+         *     secrets without missing a delivery; after that, only the new one. Rotating again within
+         *     the 24 hours replaces the old secret by the one being rotated out.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to an endpoint
+         * @description Writes a `webhook.test` event (its `data` is the endpoint's record) and delivers it to
+         *     this endpoint alone, whatever its `events`, at once and with the usual retries. The
+         *     answer is the delivery, still `pending`: follow it with
+         *     `GET /v1/webhook-endpoints/{endpoint_id}/deliveries/{id}`. The event is in the event
+         *     log like any other. A disabled endpoint is sent nothing: `409 endpoint_disabled`.
+         */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint's id (`we_...`). Any other value is `404`. */
+                endpoint_id: components["parameters"]["DeliveryEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description The endpoint's deliveries, one per event sent (or to be sent) to it, newest first
+         *     (`created_at desc, id desc`), optionally only those in one `status`. A delivery is kept
+         *     as long as its event (30 days).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{endpoint_id}/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint's id (`we_...`). Any other value is `404`. */
+                endpoint_id: components["parameters"]["DeliveryEndpointId"];
+                /** @description A delivery id (`wd_...`) of that endpoint. Any other value is `404`. */
+                id: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a delivery
+         * @description (ext) One delivery of the endpoint, to follow a test or a retry.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{endpoint_id}/deliveries/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint's id (`we_...`). Any other value is `404`. */
+                endpoint_id: components["parameters"]["DeliveryEndpointId"];
+                /** @description A delivery id (`wd_...`) of that endpoint. Any other value is `404`. */
+                id: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a delivery
+         * @description Attempts the delivery again at once, with the same `webhook-id` and body (a fresh
+         *     `webhook-timestamp` and signature), whatever its status: a `failed` delivery gets one
+         *     more attempt, a `pending` one is attempted now instead of at `next_attempt_at`, and a
+         *     `succeeded` one is sent again (for a receiver that lost it). The answer is the delivery,
+         *     `pending` and due now; a failure of this attempt is retried on the schedule only while
+         *     the delivery has attempts left, otherwise it is `failed` again. A disabled endpoint is
+         *     sent nothing: `409 endpoint_disabled` (enable it first).
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The project's events of the last 30 days, newest first (`created_at desc, id desc`),
+         *     optionally of one `type`, whether or not an endpoint was subscribed to them: a receiver
+         *     that was down reconciles from here. Older events are removed.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An event id (`evt_...`). Any other value, or an event older than 30 days, is `404`. */
+                id: components["parameters"]["EventId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an event
+         * @description One event of the project of the last 30 days, exactly as it was (and is) delivered.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/projects": {
         parameters: {
             query?: never;
@@ -867,7 +1120,174 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "beta_tester.enrolled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A tester was enrolled
+         * @description A new tester, enrolled through the API (`201`) or by public signup (`source: public`,
+         *     already `joined`). Enrolling an email already on the program makes no event.
+         */
+        post: operations["betaTesterEnrolledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "beta_tester.joined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A tester joined
+         * @description A tester accepted the invitation on the join page (from `invited`, or from `declined` after all).
+         */
+        post: operations["betaTesterJoinedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "beta_tester.declined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A tester declined
+         * @description A tester declined the invitation on the join page.
+         */
+        post: operations["betaTesterDeclinedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "beta_tester.revoked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A tester was revoked
+         * @description The team revoked a tester (`PATCH` with `status: revoked`); its token stopped working.
+         */
+        post: operations["betaTesterRevokedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "beta_tester.restored": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A tester was restored
+         * @description The team restored a revoked tester (`PATCH` with `status: invited`); its token works again and the tester accepts anew.
+         */
+        post: operations["betaTesterRestoredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "beta_feedback.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A tester wrote feedback
+         * @description A joined tester sent feedback from the portal.
+         */
+        post: operations["betaFeedbackCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "changelog_entry.published": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A changelog entry became visible
+         * @description An entry became visible on the public changelog: at once when published now or
+         *     back-dated, and for a scheduled entry within 60 seconds after its `published_at`
+         *     passes, if it is still scheduled for then (an entry moved fires at its new time, one
+         *     unpublished never). Once per publication: an entry unpublished and published again
+         *     fires again; moving the date of a visible entry, translating or editing it does not.
+         *     `data` is the entry in its base locale.
+         */
+        post: operations["changelogEntryPublishedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A test
+         * @description Sent by `POST /v1/webhook-endpoints/{id}/test` to that endpoint alone; `data` is the endpoint.
+         */
+        post: operations["webhookTestWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description A JSON Feed 1.1 document (https://jsonfeed.org/version/1.1), with the fields this service fills. */
@@ -1395,7 +1815,7 @@ export interface components {
              * @description Stable machine-readable error code. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
+            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "limit_exceeded" | "endpoint_disabled" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
             /** @description A human-readable explanation of this occurrence. */
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */
@@ -1411,6 +1831,196 @@ export interface components {
             }[];
             /** @description The `X-Request-Id` of the request, also in the server log. */
             request_id: string;
+        };
+        /** @description No fields. The body may be omitted, or be `{}`. */
+        EmptyBody: Record<string, never>;
+        /**
+         * @description An event type (see the top-level `webhooks` of this document for each one's payload).
+         *     An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+         * @enum {string}
+         */
+        EventType: "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored" | "beta_feedback.created" | "changelog_entry.published" | "webhook.test";
+        /**
+         * @description An event type, as a request sends it (see `EventType`).
+         * @enum {string}
+         */
+        EventTypeInput: "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored" | "beta_feedback.created" | "changelog_entry.published" | "webhook.test";
+        /**
+         * @description The event types the endpoint receives, or `["*"]` for every type, now and later.
+         *     Duplicates are dropped (first-seen order kept), and `*` with other types is `*` alone.
+         *     An unknown type is `400`. `webhook.test` need not be listed: a test is delivered
+         *     whatever the list holds.
+         */
+        WebhookEventSubscription: ("*" | "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored" | "beta_feedback.created" | "changelog_entry.published" | "webhook.test")[];
+        /**
+         * Format: uri
+         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost`, is refused too.
+         * @example https://hooks.example.com/feedback
+         */
+        WebhookUrl: string;
+        /** @description The team's note about the endpoint, at most 500 characters. */
+        WebhookEndpointDescription: string;
+        /** @description A URL subscribed to events. Its signing secret is shown only on creation and rotation. */
+        WebhookEndpoint: {
+            id: string;
+            /** Format: uri */
+            url: string;
+            /** @description The event types it receives, or `["*"]` for every type, now and later. */
+            events: string[];
+            description: string | null;
+            /** @description Whether deliveries are sent to it. A disabled endpoint is sent nothing. */
+            enabled: boolean;
+            /**
+             * @description Why the service disabled the endpoint: `gone` (it answered `410 Gone`) or `failing`
+             *     (every attempt to it failed for 5 days). `null` while it is enabled, and when the team
+             *     disabled it. Enabling it again clears it.
+             */
+            disabled_reason: ("gone" | "failing") | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        WebhookEndpointCreate: {
+            url: components["schemas"]["WebhookUrl"];
+            /** @description Every type, now and later (`["*"]`), when omitted. */
+            events?: components["schemas"]["WebhookEventSubscription"];
+            description?: components["schemas"]["WebhookEndpointDescription"] | null;
+            /** @description `true` when omitted. */
+            enabled?: boolean;
+        };
+        /** @description Only the fields sent change; `null` clears `description`. */
+        WebhookEndpointUpdate: {
+            url?: components["schemas"]["WebhookUrl"];
+            events?: components["schemas"]["WebhookEventSubscription"];
+            description?: components["schemas"]["WebhookEndpointDescription"] | null;
+            enabled?: boolean;
+        };
+        /**
+         * @description The endpoint's signing secret: `whsec_` and the base64 of 32 random bytes, as the
+         *     Standard Webhooks libraries take it (`new Webhook(secret)`). Shown only in this answer;
+         *     store it in your secret manager.
+         */
+        WebhookSecret: string;
+        WebhookEndpointEnvelope: {
+            data: components["schemas"]["WebhookEndpoint"];
+        };
+        WebhookEndpointWithSecret: {
+            data: components["schemas"]["WebhookEndpoint"];
+            secret: components["schemas"]["WebhookSecret"];
+        };
+        WebhookEndpointList: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description `pending` (to be attempted at `next_attempt_at`, or under way), `succeeded` (a `2xx`
+         *     answer) or `failed` (every attempt of the schedule failed, or the endpoint answered
+         *     `410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
+        /**
+         * @description A delivery status, as a request sends it (see `WebhookDeliveryStatus`).
+         * @enum {string}
+         */
+        WebhookDeliveryStatusInput: "pending" | "succeeded" | "failed";
+        /** @description One event sent (or to be sent) to one endpoint. */
+        WebhookDelivery: {
+            id: string;
+            endpoint_id: string;
+            /** @description The event, also the `webhook-id` header of every attempt. */
+            event_id: string;
+            event_type: components["schemas"]["EventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /**
+             * Format: int32
+             * @description Attempts made so far.
+             */
+            attempts: number;
+            /** @description When the latest attempt began; `null` before the first. */
+            last_attempt_at: components["schemas"]["Timestamp"] | null;
+            /** @description The HTTP status the endpoint answered the latest attempt with; `null` when it gave none (a timeout, a refused connection) or before the first attempt. */
+            last_response_status: number | null;
+            /**
+             * @description Why the latest attempt failed, in words (`timed out after 10 s`, `connection
+             *     refused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is
+             *     private`); `null` when it succeeded or before the first attempt. For people: may be
+             *     reworded.
+             */
+            last_error: string | null;
+            /** @description When the next attempt is due while `pending`; `null` once `succeeded` or `failed`. */
+            next_attempt_at: components["schemas"]["Timestamp"] | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        WebhookDeliveryEnvelope: {
+            data: components["schemas"]["WebhookDelivery"];
+        };
+        WebhookDeliveryList: {
+            data: components["schemas"]["WebhookDelivery"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description Something that happened in the project, as it is delivered to endpoints and kept in the
+         *     event log: `data` is the resource's record exactly as its `GET` returned it at that
+         *     moment (a changelog entry in its base locale).
+         */
+        Event: {
+            /** @description Also the `webhook-id` of its deliveries: de-duplicate on it. */
+            id: string;
+            type: components["schemas"]["EventType"];
+            created_at: components["schemas"]["Timestamp"];
+            /** @description The record the event is about, by `type`: a tester (`beta_tester.*`), feedback (`beta_feedback.created`), a changelog entry (`changelog_entry.published`) or the endpoint itself (`webhook.test`). */
+            data: components["schemas"]["BetaTester"] | components["schemas"]["BetaFeedback"] | components["schemas"]["ChangelogEntry"] | components["schemas"]["WebhookEndpoint"];
+        };
+        EventEnvelope: {
+            data: components["schemas"]["Event"];
+        };
+        EventList: {
+            data: components["schemas"]["Event"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description A `beta_tester.*` event, as delivered and as the event log holds it. */
+        BetaTesterEvent: {
+            id: string;
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
+            type: "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["BetaTester"];
+        };
+        /** @description A `beta_feedback.created` event. */
+        BetaFeedbackEvent: {
+            id: string;
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
+            type: "beta_feedback.created";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["BetaFeedback"];
+        };
+        /** @description A `changelog_entry.published` event; `data` is the entry in its base locale. */
+        ChangelogEntryEvent: {
+            id: string;
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
+            type: "changelog_entry.published";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ChangelogEntry"];
+        };
+        /** @description A `webhook.test` event; `data` is the endpoint it was sent to. */
+        WebhookTestEvent: {
+            id: string;
+            /**
+             * @description An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
+             * @enum {string}
+             */
+            type: "webhook.test";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEndpoint"];
         };
     };
     responses: {
@@ -1774,6 +2384,32 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `limit_exceeded` (the project has 10 endpoints already) or `idempotency_in_progress`. */
+        EndpointLimitConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `endpoint_disabled` (the endpoint is disabled: enable it first) or `idempotency_in_progress`. */
+        EndpointDisabledConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /** @description The project whose public changelog this is (`prj_...`). Any other value, or an unknown project, is `404`. */
@@ -1861,6 +2497,18 @@ export interface components {
         ProjectId: string;
         /** @description An API key id (`key_...`) of that project. Any other value is `404`. */
         KeyId: string;
+        /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+        WebhookEndpointId: string;
+        /** @description The webhook endpoint's id (`we_...`). Any other value is `404`. */
+        DeliveryEndpointId: string;
+        /** @description A delivery id (`wd_...`) of that endpoint. Any other value is `404`. */
+        WebhookDeliveryId: string;
+        /** @description An event id (`evt_...`). Any other value, or an event older than 30 days, is `404`. */
+        EventId: string;
+        /** @description Only deliveries in this status. */
+        DeliveryStatusFilter: components["schemas"]["WebhookDeliveryStatusInput"];
+        /** @description Only events of this type; an unknown type is `400`. */
+        EventTypeFilter: components["schemas"]["EventTypeInput"];
     };
     requestBodies: never;
     headers: {
@@ -2796,6 +3444,617 @@ export interface operations {
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit25"];
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+                 *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+                 *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+                 *     and body, and nothing is written again. The same key with another body is
+                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+                 *     its retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The new endpoint and its signing secret (shown only now and on rotation). */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenPlan"];
+            409: components["responses"]["EndpointLimitConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; the body is empty. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenPlan"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier read (GET, or PATCH's answer) of this resource in the same locale,
+                 *     a list of them, or `*` (the resource must exist); a weak tag never matches. `412
+                 *     precondition_failed` and nothing changed when the resource has changed since. The tag is
+                 *     checked in the same statement as the write: of several writes sending one tag, exactly
+                 *     one succeeds and every other is `412` (or `404` once the resource is gone).
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenPlan"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+                 *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+                 *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+                 *     and body, and nothing is written again. The same key with another body is
+                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+                 *     its retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /** @description None; an empty JSON object is accepted too. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyBody"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its new secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenPlan"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+                 *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+                 *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+                 *     and body, and nothing is written again. The same key with another body is
+                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+                 *     its retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description A webhook endpoint id (`we_...`). Any other value is `404`. */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /** @description None; an empty JSON object is accepted too. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyBody"];
+            };
+        };
+        responses: {
+            /** @description The delivery of the test event, accepted and due now. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenPlan"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["EndpointDisabledConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries in this status. */
+                status?: components["parameters"]["DeliveryStatusFilter"];
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit25"];
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description The webhook endpoint's id (`we_...`). Any other value is `404`. */
+                endpoint_id: components["parameters"]["DeliveryEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description The webhook endpoint's id (`we_...`). Any other value is `404`. */
+                endpoint_id: components["parameters"]["DeliveryEndpointId"];
+                /** @description A delivery id (`wd_...`) of that endpoint. Any other value is `404`. */
+                id: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
+                 *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
+                 *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
+                 *     and body, and nothing is written again. The same key with another body is
+                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
+                 *     its retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The webhook endpoint's id (`we_...`). Any other value is `404`. */
+                endpoint_id: components["parameters"]["DeliveryEndpointId"];
+                /** @description A delivery id (`wd_...`) of that endpoint. Any other value is `404`. */
+                id: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        /** @description None; an empty JSON object is accepted too. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyBody"];
+            };
+        };
+        responses: {
+            /** @description The delivery, pending and due now. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenPlan"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["EndpointDisabledConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this type; an unknown type is `400`. */
+                type?: components["parameters"]["EventTypeFilter"];
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit25"];
+                /**
+                 * @description Number of items to skip, 0 to 1000000; 0 when absent (no schema default, so that an
+                 *     offset sent together with `cursor` can be told apart and refused with a 400).
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
+                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
+                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
+                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
+                 *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
+                 *     whatever the dates on its page. Cursors do not expire.
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description An event id (`evt_...`). Any other value, or an event older than 30 days, is `404`. */
+                id: components["parameters"]["EventId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3773,6 +5032,238 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    betaTesterEnrolledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BetaTesterEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    betaTesterJoinedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BetaTesterEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    betaTesterDeclinedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BetaTesterEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    betaTesterRevokedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BetaTesterEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    betaTesterRestoredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BetaTesterEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    betaFeedbackCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BetaFeedbackEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    changelogEntryPublishedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangelogEntryEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTestWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), the same on every attempt: de-duplicate on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 of HMAC-SHA256>` keyed by the secret's decoded bytes over `<webhook-id>.<webhook-timestamp>.<body>`; two, space-separated, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

@@ -134,7 +134,8 @@ await writeFile(
   `${root}generated/routes.ts`,
   `${HEADER}import type { operations } from './api.js'
 
-export type OperationId = keyof operations
+/** The operations the server serves (the top-level \`webhooks\` are requests it sends). */
+export type OperationId = Extract<keyof operations, ${routes.map((r) => JSON.stringify(r.operationId)).join(' | ')}>
 export type JsonSchema = Record<string, unknown>
 export interface RouteSpec {
   operationId: OperationId
@@ -143,7 +144,7 @@ export interface RouteSpec {
   path: string
   /** The same path in Fastify's syntax, \`/v1/beta/programs/:id\`. */
   url: string
-  tag: 'beta' | 'changelog' | 'admin' | 'ops' | 'portal'
+  tag: 'beta' | 'changelog' | 'webhooks' | 'admin' | 'ops' | 'portal'
   security: 'ApiKey' | 'AdminToken' | 'none'
   schema: { params: JsonSchema; querystring: JsonSchema; body?: JsonSchema; response: Record<string, JsonSchema> }
   /** Set when the request body is optional (\`requestBody.required\` is not true). */

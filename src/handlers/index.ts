@@ -18,7 +18,20 @@ import * as portalChangelog from './portal-changelog.js'
  * Operations of openapi.yaml whose handlers are not written yet: each answers 501
  * not_implemented until its handler lands (and leaves this list).
  */
-export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[]
+export const NOT_IMPLEMENTED = [
+  'listWebhookEndpoints',
+  'createWebhookEndpoint',
+  'getWebhookEndpoint',
+  'updateWebhookEndpoint',
+  'deleteWebhookEndpoint',
+  'rotateWebhookEndpointSecret',
+  'testWebhookEndpoint',
+  'listWebhookDeliveries',
+  'getWebhookDelivery',
+  'retryWebhookDelivery',
+  'listEvents',
+  'getEvent',
+] as const satisfies readonly OperationId[]
 
 const modules = { ...admin, ...programs, ...testers, ...changelog, ...feedback, ...metrics, ...ops, ...portalBeta, ...portalChangelog }
 const pending = Object.fromEntries(NOT_IMPLEMENTED.map((id: OperationId) => [id, notImplemented(id)])) as {

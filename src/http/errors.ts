@@ -22,6 +22,8 @@ const STATUS: Record<ErrorCode, number> = {
   request_timeout: 408,
   invalid_transition: 409,
   program_closed: 409,
+  limit_exceeded: 409,
+  endpoint_disabled: 409,
   idempotency_in_progress: 409,
   precondition_failed: 412,
   idempotency_key_reused: 422,
