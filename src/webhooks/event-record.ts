@@ -1,0 +1,26 @@
+// An event as the API shows it (GET /v1/events) and as a delivery's body carries it: the same
+// bytes in both places. `data` is stored as the JSON text of the resource's record, written in
+// the transaction of the change (db/repos/outbox.ts), and is spliced in as it is, never parsed
+// and written again, so what a receiver verifies is what the event log holds.
+import type { components } from '../../generated/api.js'
+
+export type EventRecord = components['schemas']['Event']
+
+/** An events row, as the repositories read it. */
+export interface EventRow {
+  id: string
+  type: string
+  /** The resource's record, as JSON text. */
+  data: string
+  created_at: Date
+}
+
+/** The event as JSON text: a delivery's body, and what GET /v1/events/{id} holds under `data`. */
+export function eventJson(row: EventRow): string {
+  return `{"id":${JSON.stringify(row.id)},"type":${JSON.stringify(row.type)},"created_at":${JSON.stringify(row.created_at.toISOString())},"data":${row.data}}`
+}
+
+/** The event as a value, for a response that Fastify serializes. */
+export function eventRecord(row: EventRow): EventRecord {
+  return JSON.parse(eventJson(row)) as EventRecord
+}
