@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { eventJson } from '../../src/webhooks/event-record.js'
 import { call, createProject, testApp } from '../helpers/app.js'
+import { walkPages } from '../helpers/pages.js'
 import { age, createEndpoint, recordEvent, sendTest } from './helpers.js'
 
 /** A tester's and a changelog entry's records, as their GETs return them: what their events carry. */
@@ -44,15 +45,7 @@ t.test('newest first, a type filter, offset and cursor pages; no endpoint needed
   }
 
   t.same((await call(t, app, { url: '/v1/events?limit=2&offset=1', key })).json.data.map((e: { id: string }) => e.id), listed.slice(1, 3))
-  const walked: string[] = []
-  let url = '/v1/events?limit=3'
-  for (;;) {
-    const res = await call(t, app, { url, key })
-    walked.push(...res.json.data.map((e: { id: string }) => e.id))
-    if (!res.json.pagination.next_cursor) break
-    url = `/v1/events?limit=3&cursor=${encodeURIComponent(res.json.pagination.next_cursor)}`
-  }
-  t.same(walked, listed, 'the cursor walks every event once, in order')
+  t.same(await walkPages(t, app, key, '/v1/events', 3), listed, 'the cursor walks every event once, in order')
   const typed = await call(t, app, { url: '/v1/events?type=beta_tester.enrolled&limit=1', key })
   t.equal((await call(t, app, { url: `/v1/events?limit=1&cursor=${encodeURIComponent(typed.json.pagination.next_cursor)}`, key })).status, 400, 'a cursor holds its type')
 })

@@ -7,7 +7,7 @@ import type { Test } from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { events, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import type { EventType } from '../../src/webhooks/event-types.js'
-import { call, type CallResult } from '../helpers/app.js'
+import { call, createProject, type CallResult } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
 /** A public URL the endpoint tests subscribe; nothing is sent to it (no dispatcher runs in them). */
@@ -27,6 +27,17 @@ export async function createEndpoint(t: Test, app: FastifyInstance, key: string,
   const res = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL, ...body } })
   if (res.status !== 201) throw new Error(`creating an endpoint answered ${res.status}: ${res.raw}`)
   return { id: res.json.data.id, url: `/v1/webhook-endpoints/${res.json.data.id}`, secret: res.json.secret, data: res.json.data, res }
+}
+
+/** Two projects: A with two endpoints and a delivery to the first, B with an endpoint of its own. */
+export async function twoTenants(t: Test, app: FastifyInstance) {
+  const a = await createProject()
+  const b = await createProject()
+  const first = await createEndpoint(t, app, a.key)
+  const second = await createEndpoint(t, app, a.key)
+  const delivery = await sendTest(t, app, a.key, first.id)
+  const ofB = await createEndpoint(t, app, b.key)
+  return { a, b, first, second, delivery, ofB }
 }
 
 /** POST .../test: a webhook.test delivery to the endpoint; its record. */

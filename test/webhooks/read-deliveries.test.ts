@@ -3,7 +3,8 @@
 // never claimed_until; a delivery of another endpoint or project is a 404.
 import t from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { createEndpoint, sendTest, setDelivery } from './helpers.js'
+import { walkPages } from '../helpers/pages.js'
+import { createEndpoint, sendTest, setDelivery, twoTenants } from './helpers.js'
 
 t.test('newest first, a status filter, offset and cursor pages', async (t) => {
   const app = await testApp()
@@ -33,15 +34,7 @@ t.test('newest first, a status filter, offset and cursor pages', async (t) => {
 
   const offsetPage = await call(t, app, { url: `${endpoint.url}/deliveries?limit=2&offset=2`, key })
   t.same(offsetPage.json.data.map((d: { id: string }) => d.id), ids.slice(2, 4))
-  const walked: string[] = []
-  let url = `${endpoint.url}/deliveries?limit=2`
-  for (;;) {
-    const res = await call(t, app, { url, key })
-    walked.push(...res.json.data.map((d: { id: string }) => d.id))
-    if (!res.json.pagination.next_cursor) break
-    url = `${endpoint.url}/deliveries?limit=2&cursor=${encodeURIComponent(res.json.pagination.next_cursor)}`
-  }
-  t.same(walked, ids, 'the cursor walks every delivery once, in order')
+  t.same(await walkPages(t, app, key, `${endpoint.url}/deliveries`, 2), ids, 'the cursor walks every delivery once, in order')
   const pendingPage = await call(t, app, { url: `${endpoint.url}/deliveries?status=pending&limit=1`, key })
   const foreignCursor = await call(t, app, { url: `${endpoint.url}/deliveries?limit=1&cursor=${encodeURIComponent(pendingPage.json.pagination.next_cursor)}`, key })
   t.equal(foreignCursor.status, 400, 'a cursor holds its status filter')
@@ -74,12 +67,7 @@ t.test('the record: next_attempt_at only while pending; claimed_until never', as
 
 t.test("404: another endpoint's delivery, another project's, missing or malformed ids, with any query", async (t) => {
   const app = await testApp()
-  const a = await createProject()
-  const b = await createProject()
-  const first = await createEndpoint(t, app, a.key)
-  const second = await createEndpoint(t, app, a.key)
-  const delivery = await sendTest(t, app, a.key, first.id)
-  const ofB = await createEndpoint(t, app, b.key)
+  const { a, b, first, second, delivery, ofB } = await twoTenants(t, app)
   const ofBDelivery = await sendTest(t, app, b.key, ofB.id)
   const missing: [string, string][] = [
     [`${second.url}/deliveries/${delivery.id}`, a.key],

@@ -2,6 +2,7 @@
 // by cursor, never a secret; another project's or a malformed id is a 404; reads on every plan.
 import t from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
+import { walkPages } from '../helpers/pages.js'
 import { createEndpoint, setEndpoint } from './helpers.js'
 
 t.test('get: the record without a secret, with an ETag; 304 while unchanged', async (t) => {
@@ -35,15 +36,7 @@ t.test('list: newest first, paged by offset and by cursor, never a secret', asyn
   t.same(second.json.data.map((e: { id: string }) => e.id), newestFirst.slice(2, 4))
   t.equal(second.json.pagination.has_more, true)
 
-  const seen: string[] = []
-  let url = '/v1/webhook-endpoints?limit=2'
-  for (;;) {
-    const res = await call(t, app, { url, key })
-    seen.push(...res.json.data.map((e: { id: string }) => e.id))
-    if (!res.json.pagination.next_cursor) break
-    url = `/v1/webhook-endpoints?limit=2&cursor=${encodeURIComponent(res.json.pagination.next_cursor)}`
-  }
-  t.same(seen, newestFirst, 'the cursor walks every endpoint once, in order')
+  t.same(await walkPages(t, app, key, '/v1/webhook-endpoints', 2), newestFirst, 'the cursor walks every endpoint once, in order')
 
   for (const bad of ['limit=0', 'limit=101', 'offset=-1', 'cursor=nope', 'status=pending', 'limit=2&offset=2&cursor=x']) {
     const res = await call(t, app, { url: `/v1/webhook-endpoints?${bad}`, key })

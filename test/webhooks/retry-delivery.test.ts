@@ -5,7 +5,7 @@ import t from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
-import { createEndpoint, deliveryRow, sendTest, setDelivery, setEndpoint } from './helpers.js'
+import { createEndpoint, deliveryRow, sendTest, setDelivery, setEndpoint, twoTenants } from './helpers.js'
 
 t.test('202 whatever the status: pending and due now, attempts and the last attempt kept', async (t) => {
   const app = await testApp()
@@ -57,13 +57,8 @@ t.test('409 endpoint_disabled while the endpoint is disabled; nothing changes', 
 
 t.test("404 unless the delivery is that endpoint's in the project; the free plan: 403; a body is 400", async (t) => {
   const app = await testApp()
-  const a = await createProject()
-  const b = await createProject()
-  const first = await createEndpoint(t, app, a.key)
-  const second = await createEndpoint(t, app, a.key)
-  const delivery = await sendTest(t, app, a.key, first.id)
+  const { a, b, first, second, delivery, ofB } = await twoTenants(t, app)
   await setDelivery(delivery.id, { status: 'failed', next_attempt_at: null })
-  const ofB = await createEndpoint(t, app, b.key)
   const cases: [string, string][] = [
     [`${second.url}/deliveries/${delivery.id}/retry`, a.key],
     [`${first.url}/deliveries/${delivery.id}/retry`, b.key],
