@@ -100,6 +100,54 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id))
   const inEventWindow = sql`${events.created_at} > now() - ${sql.raw(`interval '${EVENT_WINDOW_DAYS} days'`)}`
 
+  // The page queries, each in the order of an index (test/webhooks/list-plans.test.ts holds it).
+  const endpointsQuery = (scope: ProjectScope, options: PageOptions) => {
+    const page = pageValues(options)
+    return db
+      .select(tagged)
+      .from(e)
+      .where(and(eq(e.project_id, projectIdOf(scope)), rowsAfter(e.created_at, e.id, page.after)))
+      .orderBy(descNullsLast(e.created_at), descNullsLast(e.id))
+      .limit(options.limit)
+      .offset(page.offset)
+  }
+
+  const deliveriesQuery = (scope: ProjectScope, endpointId: string, options: DeliveryListOptions) => {
+    const page = pageValues(options)
+    return db
+      .select(deliveryColumns)
+      .from(d)
+      .where(
+        and(
+          eq(d.endpoint_id, endpointId),
+          eq(d.project_id, projectIdOf(scope)),
+          options.status ? eq(d.status, options.status) : undefined,
+          rowsAfter(d.created_at, d.id, page.after),
+        ),
+      )
+      .orderBy(descNullsLast(d.created_at), descNullsLast(d.id))
+      .limit(options.limit)
+      .offset(page.offset)
+  }
+
+  const eventsQuery = (scope: ProjectScope, options: EventListOptions) => {
+    const page = pageValues(options)
+    return db
+      .select(eventColumns)
+      .from(events)
+      .where(
+        and(
+          eq(events.project_id, projectIdOf(scope)),
+          options.type ? eq(events.type, options.type) : undefined,
+          inEventWindow,
+          rowsAfter(events.created_at, events.id, page.after),
+        ),
+      )
+      .orderBy(descNullsLast(events.created_at), descNullsLast(events.id))
+      .limit(options.limit)
+      .offset(page.offset)
+  }
+
   return {
     get,
 
@@ -121,17 +169,10 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       return { outcome: 'created', row: row! }
     },
 
+    endpointsQuery,
+
     /** `limit` endpoints from `offset` or after a row, newest first; the caller asks for one more than a page. */
-    list(scope: ProjectScope, options: PageOptions): Promise<EndpointRow[]> {
-      const page = pageValues(options)
-      return db
-        .select(tagged)
-        .from(e)
-        .where(and(eq(e.project_id, projectIdOf(scope)), rowsAfter(e.created_at, e.id, page.after)))
-        .orderBy(descNullsLast(e.created_at), descNullsLast(e.id))
-        .limit(options.limit)
-        .offset(page.offset)
-    },
+    list: async (scope: ProjectScope, options: PageOptions): Promise<EndpointRow[]> => endpointsQuery(scope, options),
 
     /**
      * Applies the patch in one UPDATE whose WHERE holds the tag under a precondition (etag.ts).
@@ -197,25 +238,13 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
      * asks for one more than a page); undefined when the endpoint is not the project's.
      */
     async deliveries(scope: ProjectScope, endpointId: string, options: DeliveryListOptions): Promise<DeliveryRow[] | undefined> {
-      const page = pageValues(options)
-      const rows = await db
-        .select(deliveryColumns)
-        .from(d)
-        .where(
-          and(
-            eq(d.endpoint_id, endpointId),
-            eq(d.project_id, projectIdOf(scope)),
-            options.status ? eq(d.status, options.status) : undefined,
-            rowsAfter(d.created_at, d.id, page.after),
-          ),
-        )
-        .orderBy(descNullsLast(d.created_at), descNullsLast(d.id))
-        .limit(options.limit)
-        .offset(page.offset)
+      const rows = await deliveriesQuery(scope, endpointId, options)
       if (rows.length > 0) return rows
       // An empty page of a real endpoint, or no such endpoint: only then is a second query needed.
       return (await get(scope, endpointId)) ? rows : undefined
     },
+
+    deliveriesQuery,
 
     async delivery(scope: ProjectScope, endpointId: string, id: string): Promise<DeliveryRow | undefined> {
       const [row] = await db.select(deliveryColumns).from(d).where(deliveryOf(scope, endpointId, id))
@@ -247,24 +276,10 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       return found ? { outcome: 'endpoint_disabled', reason: found.reason } : { outcome: 'not_found' }
     },
 
+    eventsQuery,
+
     /** `limit` events of the last EVENT_WINDOW_DAYS from `offset` or after a row, newest first; the caller asks for one more than a page. */
-    events(scope: ProjectScope, options: EventListOptions): Promise<EventRow[]> {
-      const page = pageValues(options)
-      return db
-        .select(eventColumns)
-        .from(events)
-        .where(
-          and(
-            eq(events.project_id, projectIdOf(scope)),
-            options.type ? eq(events.type, options.type) : undefined,
-            inEventWindow,
-            rowsAfter(events.created_at, events.id, page.after),
-          ),
-        )
-        .orderBy(descNullsLast(events.created_at), descNullsLast(events.id))
-        .limit(options.limit)
-        .offset(page.offset)
-    },
+    events: async (scope: ProjectScope, options: EventListOptions): Promise<EventRow[]> => eventsQuery(scope, options),
 
     /** The event, while it is in the window. */
     async event(scope: ProjectScope, id: string): Promise<EventRow | undefined> {
