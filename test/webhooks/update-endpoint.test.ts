@@ -65,10 +65,12 @@ t.test('enabling clears disabled_reason and the failing record; disabling leaves
   t.equal(row!.failing_since, null, 'the record of failing attempts is cleared')
   const disabled = await call(t, app, { method: 'PATCH', url: created.url, key, body: { enabled: false } })
   t.same([disabled.json.data.enabled, disabled.json.data.disabled_reason], [false, null], 'disabled by the team: no reason')
-  // A change that does not enable keeps the dispatcher's bookkeeping.
+  // A change that does not enable a disabled endpoint keeps the dispatcher's bookkeeping.
   await setEndpoint(created.id, { enabled: true, disabled_reason: null, failing_since: new Date() })
   await call(t, app, { method: 'PATCH', url: created.url, key, body: { description: 'Only this' } })
   t.not((await endpointRow(created.id))!.failing_since, null, 'failing_since stays unless the endpoint is enabled')
+  await call(t, app, { method: 'PATCH', url: created.url, key, body: { enabled: true } })
+  t.not((await endpointRow(created.id))!.failing_since, null, 'enabling an enabled endpoint does not restart the five days')
 })
 
 t.test('If-Match: the current ETag writes, a stale one is 412 and writes nothing', async (t) => {

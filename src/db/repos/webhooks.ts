@@ -40,6 +40,8 @@ const shown = {
 }
 const tag = entityTagOf(sql`row(${sql.join(Object.values(shown), sql`, `)})`)
 const tagged = { ...shown, etag: tag }
+// In an UPDATE's SET, the columns read the row as it was.
+const enabling = { disabled_reason: null, failing_since: sql`case when ${e.enabled} then ${e.failing_since} end` }
 
 /** An endpoint as the API reads and writes it: what its record shows, and its ETag (etag.ts); never its secret. */
 export type EndpointRow = Pick<typeof e.$inferSelect, keyof typeof shown> & { etag: string }
@@ -176,8 +178,10 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
 
     /**
      * Applies the patch in one UPDATE whose WHERE holds the tag under a precondition (etag.ts).
-     * Enabling clears why the service disabled the endpoint and its record of failing attempts;
-     * disabling leaves disabled_reason as it is (null: the team disabled it). Without a field,
+     * Enabling a disabled endpoint clears why the service disabled it and its record of failing
+     * attempts (an enabled one keeps that record, so that sending `enabled: true` again and again
+     * cannot hold off the five-day rule); disabling leaves disabled_reason as it is (null: the
+     * team disabled it). Without a field,
      * the endpoint as it is. When no row comes back, a read tells a missing endpoint from a
      * changed one (412).
      */
@@ -185,7 +189,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       if (Object.keys(patch).length > 0) {
         const [row] = await db
           .update(e)
-          .set({ ...patch, ...(patch.enabled === true ? { disabled_reason: null, failing_since: null } : {}), updated_at: nextUpdatedAt })
+          .set({ ...patch, ...(patch.enabled === true ? enabling : {}), updated_at: nextUpdatedAt })
           .where(and(ofProject(projectId, id), tagMatches(tag, precondition)))
           .returning(tagged)
         if (row) return { outcome: 'updated', row }
