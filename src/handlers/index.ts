@@ -20,8 +20,7 @@ import * as webhooks from './webhooks.js'
  * Operations of openapi.yaml whose handlers are not written yet: each answers 501
  * not_implemented until its handler lands (and leaves this list).
  */
-export const NOT_IMPLEMENTED = [
-] as const satisfies readonly OperationId[]
+export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[]
 
 const modules = { ...admin, ...programs, ...testers, ...changelog, ...feedback, ...metrics, ...ops, ...portalBeta, ...portalChangelog, ...webhooks, ...events }
 const pending = Object.fromEntries(NOT_IMPLEMENTED.map((id: OperationId) => [id, notImplemented(id)])) as {
