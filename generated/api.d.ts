@@ -325,9 +325,10 @@ export interface paths {
          *     The URL is parsed as browsers parse it and must be an absolute `http` or `https` URL of
          *     at most 2048 characters without user info or a fragment. Unless the deployment allows
          *     private networks, a host written as a loopback, private, link-local or unique-local
-         *     address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `169.254.169.254`), or named `localhost`, is
-         *     `400`; a name that resolves to such an address is accepted here and refused at every
-         *     delivery attempt (the attempt fails with `last_error` saying so).
+         *     address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `[::ffff:127.0.0.1]`, `169.254.169.254`), or
+         *     named `localhost` or a name under it (`api.localhost`), is `400`; any other name that
+         *     resolves to such an address is accepted here and refused at every delivery attempt (the
+         *     attempt fails with `last_error` saying so).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -368,9 +369,10 @@ export interface paths {
          *     answers `200`. `enabled: true` on a disabled endpoint clears `disabled_reason` and the
          *     record of failing attempts: its pending deliveries are sent again from then on.
          *     `enabled: false` stops deliveries to it (`disabled_reason` stays `null`: the team
-         *     disabled it). A new `url` or `events` applies to events written from then on; the
-         *     deliveries already made go to the endpoint's URL of the moment they are attempted. The
-         *     URL rules are those of creation.
+         *     disabled it; on an endpoint the service disabled, it keeps its reason). A new `url` or
+         *     `events` applies to events written from then on; the deliveries already made go to the
+         *     endpoint's URL of the moment they are attempted. The URL rules are those of creation.
+         *     A body with any field moves `updated_at` and the `ETag`; an empty one moves neither.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -393,7 +395,8 @@ export interface paths {
          *     delivery to the endpoint carries two signatures in `webhook-signature`, the new
          *     secret's first and the old one's second, separated by a space, so a receiver can switch
          *     secrets without missing a delivery; after that, only the new one. Rotating again within
-         *     the 24 hours replaces the old secret by the one being rotated out.
+         *     the 24 hours replaces the old secret by the one being rotated out. The record is
+         *     unchanged (no field of it shows the secret), its `updated_at` and `ETag` included.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -499,7 +502,8 @@ export interface paths {
          *     `webhook-timestamp` and signature), whatever its status: a `failed` delivery gets one
          *     more attempt, a `pending` one is attempted now instead of at `next_attempt_at`, and a
          *     `succeeded` one is sent again (for a receiver that lost it). The answer is the delivery,
-         *     `pending` and due now; a failure of this attempt is retried on the schedule only while
+         *     `pending` and due now, with `attempts` and the latest attempt's fields as they were until
+         *     the new attempt is made; a failure of this attempt is retried on the schedule only while
          *     the delivery has attempts left, otherwise it is `failed` again. A disabled endpoint is
          *     sent nothing: `409 endpoint_disabled` (enable it first).
          */
@@ -1854,7 +1858,7 @@ export interface components {
         WebhookEventSubscription: ("*" | "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored" | "beta_feedback.created" | "changelog_entry.published" | "webhook.test")[];
         /**
          * Format: uri
-         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost`, is refused too.
+         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost` or a name under it, is refused too.
          * @example https://hooks.example.com/feedback
          */
         WebhookUrl: string;

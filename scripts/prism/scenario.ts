@@ -14,7 +14,7 @@ import { routes, type RouteSpec } from '../../generated/routes.js'
 import { defaults } from '../../src/config.js'
 import type { DbHandle } from '../../src/db/client.js'
 import { makeRepos } from '../../src/db/repos/index.js'
-import { beta_testers } from '../../src/db/schema.js'
+import { beta_testers, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newId } from '../../src/domain/ids.js'
 import type { Observer } from './observer.js'
 import { missingPath, sampler, type Sample } from './derived.js'
@@ -269,6 +269,63 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   const permalinked = (await api.send({ method: 'POST', path: '/v1/changelog', token: key, json: { title: 'Permalinked', status: 'published' }, expect: 201 })).json.data as { id: string }
   await api.send({ path: `/portal/${pro.id}/changelog/${permalinked.id}`, expect: 200 })
 
+  // --- webhooks: endpoints, their secrets, test deliveries and retries, the event log
+  // The limit, on a project of its own: ten endpoints, then the 11th is refused.
+  const crowded = await createProject({ name: 'Prism: ten webhook endpoints', plan: 'pro' })
+  for (let i = 0; i < 10; i++) await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: crowded.key, json: { url: `https://hooks.example.com/${i}` }, expect: 201 })
+  await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: crowded.key, json: { url: 'https://hooks.example.com/11' }, expect: 409 })
+  // Every field set, so that no part of the record goes unchecked as null.
+  const hookBody = { url: 'https://hooks.example.com/feedback', events: ['beta_tester.enrolled', 'changelog_entry.published'], description: 'Observed by Prism.', enabled: true }
+  const hook = (await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: key, json: hookBody, headers: { 'idempotency-key': 'prism-hook-1' }, expect: 201 })).json.data as { id: string }
+  await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: key, json: { url: 'https://hooks.example.com/other' }, headers: { 'idempotency-key': 'prism-hook-1' }, expect: 422 })
+  await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: key, json: { url: 'http://169.254.169.254/latest/meta-data/' }, expect: 400 })
+  const hookPath = `/v1/webhook-endpoints/${hook.id}`
+  const hookTag = (await api.send({ path: hookPath, token: key, expect: 200 })).headers.get('etag')!
+  await api.send({ method: 'PATCH', path: hookPath, token: key, json: { events: ['*'] }, headers: { 'if-match': hookTag }, expect: 200 })
+  await api.send({ method: 'PATCH', path: hookPath, token: key, json: { description: 'Stale' }, headers: { 'if-match': hookTag }, expect: 412 })
+  const rotatePath = `${hookPath}/rotate-secret`
+  await api.send({ method: 'POST', path: rotatePath, token: key, headers: { 'idempotency-key': 'prism-rotate-1' }, expect: 200 })
+  // These take no body, so a key is reused by sending it to another URL: the create's key here.
+  await api.send({ method: 'POST', path: rotatePath, token: key, headers: { 'idempotency-key': 'prism-hook-1' }, expect: 422 })
+  await claimInFlight(repos, pro.id, 'prism-rotate-2', rotatePath, null)
+  await api.send({ method: 'POST', path: rotatePath, token: key, headers: { 'idempotency-key': 'prism-rotate-2' }, expect: 409 })
+  const testPath = `${hookPath}/test`
+  const delivery = (await api.send({ method: 'POST', path: testPath, token: key, headers: { 'idempotency-key': 'prism-test-1' }, expect: 202 })).json.data as { id: string; event_id: string }
+  await api.send({ method: 'POST', path: testPath, token: key, headers: { 'idempotency-key': 'prism-hook-1' }, expect: 422 })
+  const deliveriesPath = `${hookPath}/deliveries`
+  const pendingPage = await api.send({ path: `${deliveriesPath}?status=pending&limit=5`, token: key, expect: 200 })
+  await api.send({ path: `${deliveriesPath}?status=pending&limit=5`, token: key, headers: { 'if-none-match': pendingPage.headers.get('etag')! }, expect: 304 })
+  const deliveryPath = `${deliveriesPath}/${delivery.id}`
+  await api.send({ path: deliveryPath, token: key, expect: 200 })
+  // Attempted and failed, as the dispatcher leaves a delivery: every field of the record set.
+  await failAsTheDispatcherWould(ctx.database, delivery.id)
+  await api.send({ path: deliveryPath, token: key, expect: 200 })
+  await api.send({ method: 'POST', path: `${deliveryPath}/retry`, token: key, headers: { 'idempotency-key': 'prism-retry-1' }, expect: 202 })
+  await api.send({ method: 'POST', path: `${deliveryPath}/retry`, token: key, headers: { 'idempotency-key': 'prism-hook-1' }, expect: 422 })
+  await api.send({ method: 'POST', path: testPath, token: key, expect: 202 })
+  const firstDelivery = await api.send({ path: `${deliveriesPath}?limit=1`, token: key, expect: 200 })
+  await api.send({ path: `${deliveriesPath}?limit=1&cursor=${encodeURIComponent(firstDelivery.json.pagination.next_cursor)}`, token: key, expect: 200 })
+  const events = await api.send({ path: '/v1/events?type=webhook.test&limit=1', token: key, expect: 200 })
+  await api.send({ path: `/v1/events?type=webhook.test&limit=1&cursor=${encodeURIComponent(events.json.pagination.next_cursor)}`, token: key, expect: 200 })
+  await api.send({ path: `/v1/events/${delivery.event_id}`, token: key, expect: 200 })
+  // Disabled by the service (it answered 410): nothing is sent to it, tests and retries included.
+  await disableAsTheDispatcherWould(ctx.database, hook.id)
+  await api.send({ path: hookPath, token: key, expect: 200 })
+  await api.send({ method: 'POST', path: testPath, token: key, expect: 409 })
+  await api.send({ method: 'POST', path: `${deliveryPath}/retry`, token: key, expect: 409 })
+  await api.send({ method: 'PATCH', path: hookPath, token: key, json: { enabled: true }, expect: 200 })
+  const spareHook = (await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: key, json: { url: 'https://hooks.example.com/spare' }, expect: 201 })).json.data as { id: string }
+  const hookPage = await api.send({ path: '/v1/webhook-endpoints?limit=1', token: key, expect: 200 })
+  await api.send({ path: `/v1/webhook-endpoints?limit=1&cursor=${encodeURIComponent(hookPage.json.pagination.next_cursor)}`, token: key, expect: 200 })
+  const spareHookPath = `/v1/webhook-endpoints/${spareHook.id}`
+  await api.send({ method: 'DELETE', path: spareHookPath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
+  await api.send({ method: 'DELETE', path: spareHookPath, token: key, expect: 204 })
+  await api.send({ method: 'DELETE', path: spareHookPath, token: key, expect: 404 })
+  // The deleted endpoint's operations, and a delivery it never had (those without a body are not derived).
+  await api.send({ method: 'POST', path: `${spareHookPath}/rotate-secret`, token: key, expect: 404 })
+  await api.send({ method: 'POST', path: `${spareHookPath}/test`, token: key, expect: 404 })
+  await api.send({ method: 'POST', path: `${spareHookPath}/deliveries/${delivery.id}/retry`, token: key, expect: 404 })
+
   // The key list with every field set: a key used (its use written now, not in a minute) and one revoked.
   await ctx.app.keyUsage.flush()
   await api.send({ path: `/admin/v1/projects/${pro.id}/api-keys?limit=100`, token: admin, expect: 200 })
@@ -355,6 +412,19 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
 /** A tester accepting on the join page: `joined`, with its join time and end-user id. */
 async function joinAsTheJoinPageWould(database: DbHandle, testerId: string): Promise<void> {
   await database.db.update(beta_testers).set({ status: 'joined', joined_at: new Date(), end_user_id: newId('eu') }).where(eq(beta_testers.id, testerId))
+}
+
+/** A delivery whose every attempt failed, as the dispatcher leaves it. */
+async function failAsTheDispatcherWould(database: DbHandle, deliveryId: string): Promise<void> {
+  await database.db
+    .update(webhook_deliveries)
+    .set({ status: 'failed', attempts: 8, last_attempt_at: new Date(), last_response_status: 503, last_error: 'answered 503', next_attempt_at: null })
+    .where(eq(webhook_deliveries.id, deliveryId))
+}
+
+/** An endpoint that answered 410 Gone, as the dispatcher disables it. */
+async function disableAsTheDispatcherWould(database: DbHandle, endpointId: string): Promise<void> {
+  await database.db.update(webhook_endpoints).set({ enabled: false, disabled_reason: 'gone' }).where(eq(webhook_endpoints.id, endpointId))
 }
 
 /** Holds an Idempotency-Key the way a first request still running holds it. */

@@ -1,6 +1,7 @@
-// Secrets handed to clients once: API keys and tester tokens. Keys are kept only as SHA-256
-// hashes; a tester token is stored as is because the portal must look testers up by it.
-import { createHash, hash, timingSafeEqual } from 'node:crypto'
+// Secrets handed to clients once: API keys, tester tokens and webhook signing secrets. Keys are
+// kept only as SHA-256 hashes; a tester token is stored as is because the portal must look
+// testers up by it, and a signing secret because every delivery is signed with it.
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { nanoid } from 'nanoid'
 
 const API_KEY = /^fbk_[A-Za-z0-9_-]{40}$/
@@ -13,6 +14,12 @@ export const hashApiKey = (key: string): string => hash('sha256', key, 'hex')
 export const apiKeyPrefix = (key: string): string => key.slice(0, 8)
 
 export const newTesterToken = (): string => nanoid(32)
+
+/**
+ * A webhook endpoint's signing secret: `whsec_` and the base64 of 32 random bytes, the form the
+ * Standard Webhooks libraries take (`new Webhook(secret)`), keyed by the decoded bytes.
+ */
+export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`
 
 /** Compares two secrets in time independent of where they differ (and of their lengths). */
 export function secretsEqual(given: string, expected: string): boolean {

@@ -7,33 +7,22 @@ import * as admin from './admin.js'
 import * as programs from './beta-programs.js'
 import * as testers from './beta-testers.js'
 import * as changelog from './changelog.js'
+import * as events from './events.js'
 import * as feedback from './feedback.js'
 import * as metrics from './metrics.js'
 import { notImplemented } from './not-implemented.js'
 import * as ops from './ops.js'
 import * as portalBeta from './portal-beta.js'
 import * as portalChangelog from './portal-changelog.js'
+import * as webhooks from './webhooks.js'
 
 /**
  * Operations of openapi.yaml whose handlers are not written yet: each answers 501
  * not_implemented until its handler lands (and leaves this list).
  */
-export const NOT_IMPLEMENTED = [
-  'listWebhookEndpoints',
-  'createWebhookEndpoint',
-  'getWebhookEndpoint',
-  'updateWebhookEndpoint',
-  'deleteWebhookEndpoint',
-  'rotateWebhookEndpointSecret',
-  'testWebhookEndpoint',
-  'listWebhookDeliveries',
-  'getWebhookDelivery',
-  'retryWebhookDelivery',
-  'listEvents',
-  'getEvent',
-] as const satisfies readonly OperationId[]
+export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[]
 
-const modules = { ...admin, ...programs, ...testers, ...changelog, ...feedback, ...metrics, ...ops, ...portalBeta, ...portalChangelog }
+const modules = { ...admin, ...programs, ...testers, ...changelog, ...feedback, ...metrics, ...ops, ...portalBeta, ...portalChangelog, ...webhooks, ...events }
 const pending = Object.fromEntries(NOT_IMPLEMENTED.map((id: OperationId) => [id, notImplemented(id)])) as {
   [K in (typeof NOT_IMPLEMENTED)[number]]: Handler<K>
 }

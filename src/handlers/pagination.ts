@@ -1,7 +1,7 @@
 // Lists page by `offset` (the contract) or by `cursor` (ext, keyset): both give a
 // `pagination` object with `next_cursor`, so a client can switch to cursors at any page.
 import { decodeCursor, encodeCursor, MAX_OFFSET } from '../domain/cursor.js'
-import { invalidField } from '../http/errors.js'
+import { invalidField, type ApiError } from '../http/errors.js'
 
 /** A row's place in its list's order: the list's timestamp column, then the id. */
 export interface SortKey {
@@ -41,6 +41,20 @@ export function pageRequest(query: PageQuery, defaultLimit: number, scope: strin
     throw invalidField('query', '/cursor', `is out of bounds: a page may not end more than ${MAX_OFFSET} rows into a list`)
   }
   return { limit, offset: position.offset, after: { at: position.at, id: position.id } }
+}
+
+/**
+ * The page a list under a parent (a program's testers, an endpoint's deliveries) asks for. A
+ * query the list cannot use is a 400, unless the parent does not exist: that is a 404 whatever
+ * the query holds, as for every other id.
+ */
+export async function pageRequestUnder(query: PageQuery, defaultLimit: number, scope: string, parentExists: () => Promise<boolean>, missing: () => ApiError): Promise<PageRequest> {
+  try {
+    return pageRequest(query, defaultLimit, scope)
+  } catch (error) {
+    if (!(await parentExists())) throw missing()
+    throw error
+  }
 }
 
 /** One page from `limit + 1` rows: the extra row only says that there is more. */

@@ -23,7 +23,7 @@ export type Body<K extends OperationId> = Op<K> extends { requestBody: { content
     ? F
     : undefined
 
-type SuccessStatus = 200 | 201 | 204 | 304
+type SuccessStatus = 200 | 201 | 202 | 204 | 304
 type Content<R> = R extends { content: infer C } ? C[keyof C] : undefined
 /**
  * Statuses the operation documents with an HTML page: a page answers its own errors (a 404

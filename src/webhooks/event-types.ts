@@ -14,3 +14,12 @@ export type EventType = (typeof EVENT_TYPES)[number]
 
 /** What an endpoint subscribes to when it names no types: every type, now and later. */
 export const EVERY_TYPE = '*'
+
+/**
+ * An endpoint's `events` as stored: the types sent, de-duplicated in first-seen order, or
+ * `["*"]` when they include `*` (every type covers the rest) or are omitted.
+ */
+export function subscription(events: readonly string[] | undefined): string[] {
+  if (events === undefined || events.includes(EVERY_TYPE)) return [EVERY_TYPE]
+  return [...new Set(events)]
+}

@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap'
 import { routes, type RouteSpec } from '../../generated/routes.js'
 import { makeRepos } from '../../src/db/repos/index.js'
+import { endpointRecord } from '../../src/handlers/webhooks.js'
 import { call, createProject, testApp, type CallResult, type TestProject } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -47,6 +48,24 @@ const COLLECTIONS: Record<string, Recipe> = {
     create: (tag) => ({ title: `entry ${tag}`, body: `body ${tag}`, labels: ['isolation'], status: 'published' }),
     translate: (tag) => ({ locale: TRANSLATION, title: `titre ${tag}`, body: `corps ${tag}` }),
   },
+  '/v1/webhook-endpoints': { create: (tag) => ({ url: 'https://hooks.example.com/feedback', events: ['*'], description: `endpoint ${tag}` }) },
+  // Deliveries and events are written by the server: here, a test delivery and an event, as the outbox writes them.
+  '/v1/webhook-endpoints/{endpoint_id}/deliveries': {
+    seed: async (tenant, ids) => {
+      const repos = makeRepos((await testDatabase()).db)
+      const endpoint = await repos.webhooks.get(tenant.project.id, ids.endpoint_id!)
+      return (await repos.transaction((tx) => tx.outbox.recordFor(tenant.project.id, ids.endpoint_id!, 'webhook.test', endpointRecord(endpoint!)))).delivery
+    },
+  },
+  '/v1/events': {
+    seed: async (tenant) => {
+      const repos = makeRepos((await testDatabase()).db)
+      const endpointId = tenant.ids.get('/v1/webhook-endpoints')
+      const endpoint = endpointId && (await repos.webhooks.get(tenant.project.id, endpointId))
+      if (!endpoint) throw new Error('an event carries a record: make the webhook endpoint first')
+      return (await repos.transaction((tx) => tx.outbox.record(tenant.project.id, 'webhook.test', endpointRecord(endpoint)))).id
+    },
+  },
 }
 
 /** What B tries to write into A's resources: real changes, so a leak would be visible. */
@@ -55,6 +74,10 @@ const WRITES: Partial<Record<RouteSpec['operationId'], Json[]>> = {
   enrollBetaTester: [{ email: `intruder-${B_MARKER}@example.net` }],
   updateBetaTester: [{ status: 'revoked' }, {}],
   updateChangelogEntry: [{ title: 'hijacked', labels: ['pwned'], status: 'draft' }, { locale: TRANSLATION, title: 'piraté' }, {}],
+  updateWebhookEndpoint: [{ url: `https://${B_MARKER}.example.net/`, events: ['beta_tester.joined'], description: 'hijacked', enabled: false }, { enabled: true }, {}],
+  rotateWebhookEndpointSecret: [{}],
+  testWebhookEndpoint: [{}],
+  retryWebhookDelivery: [{}],
 }
 
 const idParams = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)

@@ -15,7 +15,15 @@ import { testDatabase } from '../helpers/db.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
-const MISSING = { program: 'bp_000000000000000000000', tester: 'bt_000000000000000000000', feedback: 'fb_000000000000000000000', entry: 'ch_000000000000000000000' }
+const MISSING = {
+  program: 'bp_000000000000000000000',
+  tester: 'bt_000000000000000000000',
+  feedback: 'fb_000000000000000000000',
+  entry: 'ch_000000000000000000000',
+  endpoint: 'we_000000000000000000000',
+  delivery: 'wd_000000000000000000000',
+  event: 'evt_000000000000000000000',
+}
 
 /** The operations whose handlers read by key, as the registry says. */
 const KEY_SCOPED_READS = Object.entries(handlers)
@@ -25,10 +33,14 @@ const KEY_SCOPED_READS = Object.entries(handlers)
 type Ids = typeof MISSING
 const url = (operation: OperationId, ids: Ids): string => {
   const path = routes.find((r) => r.operationId === operation)!.path
+  const kinds: [string, string][] = [['Tester', ids.tester], ['Feedback', ids.feedback], ['Changelog', ids.entry], ['Delivery', ids.delivery], ['Endpoint', ids.endpoint], ['Event', ids.event]]
   return path
     .replace('{program_id}', ids.program)
-    .replace('{id}', operation.includes('Tester') ? ids.tester : operation.includes('Feedback') ? ids.feedback : operation.includes('Changelog') ? ids.entry : ids.program)
+    .replace('{endpoint_id}', ids.endpoint)
+    .replace('{id}', kinds.find(([kind]) => operation.includes(kind))?.[1] ?? ids.program)
 }
+/** Reads outside /v1/beta need no beta feature. */
+const needsBeta = (operation: OperationId) => routes.find((r) => r.operationId === operation)!.tag === 'beta'
 
 /** A project (through the operator API, so its key can be revoked) with one of everything, and a second key. */
 async function world(t: Test, handlers: Partial<HandlerMap> = {}) {
@@ -42,7 +54,17 @@ async function world(t: Test, handlers: Partial<HandlerMap> = {}) {
   const repos = makeRepos((await testDatabase()).db)
   const feedback = await repos.feedback.create({ projectId, programId: program.json.data.id, testerId: tester.json.data.id, body: 'Works', rating: 5 })
   const entry = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Out', status: 'published' } })
-  const ids: Ids = { program: program.json.data.id, tester: tester.json.data.id, feedback: feedback.id, entry: entry.json.data.id }
+  const endpoint = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: 'https://hooks.example.com/reads' } })
+  const delivery = await call(t, app, { method: 'POST', url: `/v1/webhook-endpoints/${endpoint.json.data.id}/test`, key })
+  const ids: Ids = {
+    program: program.json.data.id,
+    tester: tester.json.data.id,
+    feedback: feedback.id,
+    entry: entry.json.data.id,
+    endpoint: endpoint.json.data.id,
+    delivery: delivery.json.data.id,
+    event: delivery.json.data.event_id,
+  }
   return {
     app,
     key,
@@ -114,7 +136,7 @@ t.test('rows found do not let a project without the beta feature read the beta a
   t.equal((await w.setProject({ beta_enabled: false })).status, 200)
   for (const operation of KEY_SCOPED_READS) {
     const res = await call(t, w.app, { url: url(operation, w.ids), key: w.key })
-    if (operation.includes('Changelog')) t.equal(res.status, 200, `${operation} needs no beta feature`)
+    if (!needsBeta(operation)) t.equal(res.status, 200, `${operation} needs no beta feature`)
     else t.same([res.status, res.json.code], [403, 'beta_disabled'], `${operation} is refused at once`)
   }
   t.equal((await w.setProject({ beta_enabled: true })).status, 200)

@@ -7,6 +7,7 @@ import { portalRepo } from './portal.js'
 import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
 import { testersRepo } from './testers.js'
+import { webhooksRepo } from './webhooks.js'
 
 /** What a transaction's repositories note for after its commit. */
 interface Transaction {
@@ -36,6 +37,7 @@ function queries(db: Database, publicBaseUrl: string | undefined, inTransaction:
     changelog: changelogRepo(db),
     idempotency: idempotencyRepo(db),
     outbox: outboxRepo(db, inTransaction && { due: () => (inTransaction.due = true) }),
+    webhooks: webhooksRepo(db, inTransaction && { due: () => (inTransaction.due = true) }),
   }
 }
 

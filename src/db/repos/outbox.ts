@@ -55,5 +55,30 @@ export function outboxRepo(db: Database, inTransaction: { due(): void } | undefi
       if (deliveries > 0) inTransaction.due()
       return { id, deliveries }
     },
+
+    /**
+     * Writes the event and one pending delivery of it, due now, to that endpoint of the project
+     * alone, whatever it subscribes to (a test delivery). The caller has checked, under a lock,
+     * that the endpoint is the project's and may be sent to (webhooks.lock).
+     */
+    async recordFor(projectId: string, endpointId: string, type: EventType, data: unknown): Promise<{ id: string; delivery: string }> {
+      if (!inTransaction) throw new Error('outbox.recordFor must run in a transaction: use repos.transaction()')
+      const id = newId('evt')
+      const delivery = newId('wd')
+      const written = rowsOf<{ id: string }>(
+        await db.execute(sql`
+          with event as (
+            insert into events (id, project_id, type, data) values (${id}, ${projectId}, ${type}, ${JSON.stringify(data)})
+            returning id, project_id, type, created_at
+          )
+          insert into webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
+          select ${delivery}, event.project_id, e.id, event.id, event.type, event.created_at, event.created_at
+          from event join webhook_endpoints e on e.project_id = event.project_id and e.id = ${endpointId}
+          returning id`),
+      )
+      if (written.length === 0) throw new Error(`${endpointId} is not an endpoint of ${projectId}`)
+      inTransaction.due()
+      return { id, delivery }
+    },
   }
 }

@@ -1,0 +1,297 @@
+// The API's side of webhooks: a project's endpoints, their deliveries as the API shows and retries
+// them, and the event log's reads. Events and their deliveries are written by the outbox
+// (outbox.ts); the dispatcher claims and attempts deliveries with its own queries.
+import { and, count, eq, exists, sql } from 'drizzle-orm'
+import { newId } from '../../domain/ids.js'
+import type { EventRow } from '../../webhooks/event-record.js'
+import type { Database } from '../client.js'
+import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
+import { descNullsLast } from './order.js'
+import { pageValues, rowsAfter, type PageOptions } from './page.js'
+import { projectIdOf, type ProjectScope } from './scope.js'
+import { events, projects, webhook_deliveries, webhook_endpoints } from '../schema.js'
+
+/** At most this many endpoints per project (api-contract §10). */
+export const MAX_ENDPOINTS = 10
+/** The event log's window: older events are invisible to the API, pruned or not. */
+export const EVENT_WINDOW_DAYS = 30
+
+const e = webhook_endpoints
+const d = webhook_deliveries
+
+// Timestamps are written by the database clock, truncated (a timestamptz(3) column would round
+// now() up half the time), so a delivery made due "now" is due in the very next query.
+const dbNow = sql`date_trunc('milliseconds', now())`
+// updated_at moves forward on every write, even two within one millisecond: it is the version in
+// the ETag below, so each write makes a new tag.
+const nextUpdatedAt = sql`greatest(${dbNow}, ${e.updated_at} + interval '1 millisecond')`
+
+// An endpoint's representation is made of these columns alone: neither its secrets nor the
+// dispatcher's bookkeeping (failing_since) are shown, so they are not in its tag either.
+const shown = {
+  id: e.id,
+  url: e.url,
+  events: e.events,
+  description: e.description,
+  enabled: e.enabled,
+  disabled_reason: e.disabled_reason,
+  created_at: e.created_at,
+  updated_at: e.updated_at,
+}
+const tag = entityTagOf(sql`row(${sql.join(Object.values(shown), sql`, `)})`)
+const tagged = { ...shown, etag: tag }
+// In an UPDATE's SET, the columns read the row as it was.
+const enabling = { disabled_reason: null, failing_since: sql`case when ${e.enabled} then ${e.failing_since} end` }
+
+/** An endpoint as the API reads and writes it: what its record shows, and its ETag (etag.ts); never its secret. */
+export type EndpointRow = Pick<typeof e.$inferSelect, keyof typeof shown> & { etag: string }
+/** What a client may set; the rest (id, project, secrets, disabled_reason, timestamps) is the server's. */
+export type EndpointFields = Pick<typeof e.$inferSelect, 'url' | 'events' | 'description' | 'enabled'>
+export type EndpointPatch = Partial<EndpointFields>
+
+export type EndpointCreation = { outcome: 'created'; row: EndpointRow } | { outcome: 'limit_exceeded' }
+export type EndpointUpdate = { outcome: 'updated'; row: EndpointRow } | { outcome: 'not_found' } | { outcome: 'precondition_failed' }
+export type EndpointDeletion = 'deleted' | 'not_found' | 'precondition_failed'
+
+// What a delivery's record shows: not its project, nor claimed_until (which instance is attempting it).
+const deliveryColumns = {
+  id: d.id,
+  endpoint_id: d.endpoint_id,
+  event_id: d.event_id,
+  event_type: d.event_type,
+  status: d.status,
+  attempts: d.attempts,
+  last_attempt_at: d.last_attempt_at,
+  last_response_status: d.last_response_status,
+  last_error: d.last_error,
+  next_attempt_at: d.next_attempt_at,
+  created_at: d.created_at,
+}
+export type DeliveryRow = Pick<typeof d.$inferSelect, keyof typeof deliveryColumns>
+export type DeliveryStatus = DeliveryRow['status']
+export type DeliveryRetry = { outcome: 'retried'; row: DeliveryRow } | { outcome: 'not_found' } | { outcome: 'endpoint_disabled'; reason: EndpointRow['disabled_reason'] }
+
+const eventColumns = { id: events.id, type: events.type, data: events.data, created_at: events.created_at }
+
+interface DeliveryListOptions extends PageOptions {
+  status?: DeliveryStatus
+}
+
+interface EventListOptions extends PageOptions {
+  type?: string
+}
+
+/**
+ * `inTransaction`: set on the repositories of a transaction (repos.transaction), with what to call
+ * when a delivery becomes due; the writes that need one (a create's count, a retry's wake-up)
+ * refuse to run outside one.
+ */
+export function webhooksRepo(db: Database, inTransaction: { due(): void } | undefined) {
+  const ofProject = (scope: ProjectScope, id: string) => and(eq(e.project_id, projectIdOf(scope)), eq(e.id, id))
+  const inTransactionOnly = (what: string) => {
+    if (!inTransaction) throw new Error(`webhooks.${what} must run in a transaction: use repos.transaction()`)
+    return inTransaction
+  }
+
+  async function get(scope: ProjectScope, id: string): Promise<EndpointRow | undefined> {
+    const [row] = await db.select(tagged).from(e).where(ofProject(scope, id))
+    return row
+  }
+
+  const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
+    and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id))
+  const inEventWindow = sql`${events.created_at} > now() - ${sql.raw(`interval '${EVENT_WINDOW_DAYS} days'`)}`
+
+  // The page queries, each in the order of an index (test/webhooks/list-plans.test.ts holds it).
+  const endpointsQuery = (scope: ProjectScope, options: PageOptions) => {
+    const page = pageValues(options)
+    return db
+      .select(tagged)
+      .from(e)
+      .where(and(eq(e.project_id, projectIdOf(scope)), rowsAfter(e.created_at, e.id, page.after)))
+      .orderBy(descNullsLast(e.created_at), descNullsLast(e.id))
+      .limit(options.limit)
+      .offset(page.offset)
+  }
+
+  const deliveriesQuery = (scope: ProjectScope, endpointId: string, options: DeliveryListOptions) => {
+    const page = pageValues(options)
+    return db
+      .select(deliveryColumns)
+      .from(d)
+      .where(
+        and(
+          eq(d.endpoint_id, endpointId),
+          eq(d.project_id, projectIdOf(scope)),
+          options.status ? eq(d.status, options.status) : undefined,
+          rowsAfter(d.created_at, d.id, page.after),
+        ),
+      )
+      .orderBy(descNullsLast(d.created_at), descNullsLast(d.id))
+      .limit(options.limit)
+      .offset(page.offset)
+  }
+
+  const eventsQuery = (scope: ProjectScope, options: EventListOptions) => {
+    const page = pageValues(options)
+    return db
+      .select(eventColumns)
+      .from(events)
+      .where(
+        and(
+          eq(events.project_id, projectIdOf(scope)),
+          options.type ? eq(events.type, options.type) : undefined,
+          inEventWindow,
+          rowsAfter(events.created_at, events.id, page.after),
+        ),
+      )
+      .orderBy(descNullsLast(events.created_at), descNullsLast(events.id))
+      .limit(options.limit)
+      .offset(page.offset)
+  }
+
+  return {
+    get,
+
+    /**
+     * Inserts the endpoint unless the project has MAX_ENDPOINTS already. In the caller's
+     * transaction: the project's row is locked first, so that concurrent creates count one after
+     * another and never make an eleventh (FOR NO KEY UPDATE: other writes of the project that
+     * only reference its row do not wait).
+     */
+    async create(projectId: string, fields: EndpointFields, secret: string): Promise<EndpointCreation> {
+      inTransactionOnly('create')
+      await db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for('no key update')
+      const [existing] = await db.select({ n: count() }).from(e).where(eq(e.project_id, projectId))
+      if ((existing?.n ?? 0) >= MAX_ENDPOINTS) return { outcome: 'limit_exceeded' }
+      const [row] = await db
+        .insert(e)
+        .values({ id: newId('we'), project_id: projectId, ...fields, secret, created_at: dbNow, updated_at: dbNow })
+        .returning(tagged)
+      return { outcome: 'created', row: row! }
+    },
+
+    endpointsQuery,
+
+    /** `limit` endpoints from `offset` or after a row, newest first; the caller asks for one more than a page. */
+    list: async (scope: ProjectScope, options: PageOptions): Promise<EndpointRow[]> => endpointsQuery(scope, options),
+
+    /**
+     * Applies the patch in one UPDATE whose WHERE holds the tag under a precondition (etag.ts).
+     * Enabling a disabled endpoint clears why the service disabled it and its record of failing
+     * attempts (an enabled one keeps that record, so that sending `enabled: true` again and again
+     * cannot hold off the five-day rule); disabling leaves disabled_reason as it is (null: the
+     * team disabled it). Without a field,
+     * the endpoint as it is. When no row comes back, a read tells a missing endpoint from a
+     * changed one (412).
+     */
+    async update(projectId: string, id: string, patch: EndpointPatch, precondition?: Precondition): Promise<EndpointUpdate> {
+      if (Object.keys(patch).length > 0) {
+        const [row] = await db
+          .update(e)
+          .set({ ...patch, ...(patch.enabled === true ? enabling : {}), updated_at: nextUpdatedAt })
+          .where(and(ofProject(projectId, id), tagMatches(tag, precondition)))
+          .returning(tagged)
+        if (row) return { outcome: 'updated', row }
+      }
+      const current = await get(projectId, id)
+      if (!current) return { outcome: 'not_found' }
+      if (!tagSatisfies(current.etag, precondition)) return { outcome: 'precondition_failed' }
+      if (Object.keys(patch).length === 0) return { outcome: 'updated', row: current }
+      // The write found no row with the tag, and the read finds one: it changed in between (every
+      // write moves updated_at, so it cannot have come back to the tag the client holds).
+      return { outcome: 'precondition_failed' }
+    },
+
+    /** Deletes the endpoint; its deliveries go with it (cascading key), its events stay. */
+    async delete(projectId: string, id: string, precondition?: Precondition): Promise<EndpointDeletion> {
+      const rows = await db
+        .delete(e)
+        .where(and(ofProject(projectId, id), tagMatches(tag, precondition)))
+        .returning({ id: e.id })
+      if (rows.length > 0) return 'deleted'
+      // Only a conditional delete can have found the endpoint and left it.
+      return precondition !== undefined && precondition !== '*' && (await get(projectId, id)) ? 'precondition_failed' : 'not_found'
+    },
+
+    /**
+     * Makes `secret` the endpoint's signing secret; the one it replaces signs deliveries too for
+     * 24 hours (a second rotation within them replaces that one). The record is unchanged.
+     */
+    async rotateSecret(projectId: string, id: string, secret: string): Promise<EndpointRow | undefined> {
+      const [row] = await db
+        .update(e)
+        .set({ previous_secret: sql`${e.secret}`, previous_secret_expires_at: sql`${dbNow} + interval '24 hours'`, secret })
+        .where(ofProject(projectId, id))
+        .returning(tagged)
+      return row
+    },
+
+    /**
+     * The endpoint, locked against a change or a delete until the caller's transaction ends: what
+     * it is told here (enabled, say) stays true while the caller writes for it.
+     */
+    async lock(projectId: string, id: string): Promise<EndpointRow | undefined> {
+      inTransactionOnly('lock')
+      const [row] = await db.select(tagged).from(e).where(ofProject(projectId, id)).for('share')
+      return row
+    },
+
+    /**
+     * `limit` deliveries of the endpoint from `offset` or after a row, newest first (the caller
+     * asks for one more than a page); undefined when the endpoint is not the project's.
+     */
+    async deliveries(scope: ProjectScope, endpointId: string, options: DeliveryListOptions): Promise<DeliveryRow[] | undefined> {
+      const rows = await deliveriesQuery(scope, endpointId, options)
+      if (rows.length > 0) return rows
+      // An empty page of a real endpoint, or no such endpoint: only then is a second query needed.
+      return (await get(scope, endpointId)) ? rows : undefined
+    },
+
+    deliveriesQuery,
+
+    async delivery(scope: ProjectScope, endpointId: string, id: string): Promise<DeliveryRow | undefined> {
+      const [row] = await db.select(deliveryColumns).from(d).where(deliveryOf(scope, endpointId, id))
+      return row
+    },
+
+    /**
+     * Makes the delivery pending and due now, whatever its status (its attempts stay counted),
+     * unless its endpoint is disabled; in the caller's transaction, which wakes the dispatcher
+     * once it commits.
+     */
+    async retry(projectId: string, endpointId: string, id: string): Promise<DeliveryRetry> {
+      const transaction = inTransactionOnly('retry')
+      const enabled = db.select({ id: e.id }).from(e).where(and(eq(e.id, d.endpoint_id), eq(e.enabled, true)))
+      const [row] = await db
+        .update(d)
+        .set({ status: 'pending', next_attempt_at: dbNow })
+        .where(and(deliveryOf(projectId, endpointId, id), exists(enabled)))
+        .returning(deliveryColumns)
+      if (row) {
+        transaction.due()
+        return { outcome: 'retried', row }
+      }
+      const [found] = await db
+        .select({ reason: e.disabled_reason })
+        .from(d)
+        .innerJoin(e, eq(e.id, d.endpoint_id))
+        .where(deliveryOf(projectId, endpointId, id))
+      return found ? { outcome: 'endpoint_disabled', reason: found.reason } : { outcome: 'not_found' }
+    },
+
+    eventsQuery,
+
+    /** `limit` events of the last EVENT_WINDOW_DAYS from `offset` or after a row, newest first; the caller asks for one more than a page. */
+    events: async (scope: ProjectScope, options: EventListOptions): Promise<EventRow[]> => eventsQuery(scope, options),
+
+    /** The event, while it is in the window. */
+    async event(scope: ProjectScope, id: string): Promise<EventRow | undefined> {
+      const [row] = await db
+        .select(eventColumns)
+        .from(events)
+        .where(and(eq(events.project_id, projectIdOf(scope)), eq(events.id, id), inEventWindow))
+      return row
+    },
+  }
+}

@@ -1,0 +1,24 @@
+import { isId } from '../domain/ids.js'
+import { notFound } from '../http/errors.js'
+import { readByKey } from '../http/guard.js'
+import { eventRecord } from '../webhooks/event-record.js'
+import { page, pageRequest } from './pagination.js'
+
+const eventId = (id: string) => {
+  if (!isId('evt', id)) throw notFound('event')
+  return id
+}
+
+export const listEvents = readByKey<'listEvents'>(async ({ query, project }, { repos }) => {
+  // A cursor carries the filter it was issued under: the same position means another row elsewhere.
+  const scope = `events:${query.type ?? '*'}`
+  const request = pageRequest(query, 25, scope)
+  const rows = await repos.webhooks.events(project, { type: query.type, ...request, limit: request.limit + 1 })
+  return { status: 200, body: page(rows, request, scope, (row) => ({ at: row.created_at, id: row.id }), eventRecord) }
+})
+
+export const getEvent = readByKey<'getEvent'>(async ({ params, project }, { repos }) => {
+  const row = await repos.webhooks.event(project, eventId(params.id))
+  if (!row) throw notFound('event')
+  return { status: 200, body: { data: eventRecord(row) } }
+})

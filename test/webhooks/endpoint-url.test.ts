@@ -1,0 +1,117 @@
+// An endpoint's url, on create and update alike: parsed as browsers parse it (no user info, no
+// fragment, http or https), and, unless the deployment allows private networks, not a host
+// written as a forbidden address nor localhost.
+import type { FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
+import { call, createProject, testApp } from '../helpers/app.js'
+import { createEndpoint } from './helpers.js'
+
+const MALFORMED = [
+  'https://user@hooks.example.com/',
+  'https://user:secret@hooks.example.com/',
+  'https://hooks.example.com@evil.example/',
+  'https://hooks.example.com%40evil.example/',
+  'https://hooks.example.com/in#section',
+  'https://hooks.example.com/in#',
+  'ftp://hooks.example.com/',
+  'hooks.example.com/in',
+  '//hooks.example.com/in',
+  'https://',
+  'https://hooks.example.com:99999/',
+  'https://hooks example.com/',
+  `https://hooks.example.com/${'x'.repeat(2048)}`,
+]
+
+const PRIVATE = [
+  'http://127.0.0.1/hook',
+  'http://127.1:8080/hook',
+  'http://0x7f.0.0.1/hook',
+  'http://2130706433/hook',
+  'http://0.0.0.0/',
+  'https://10.0.0.5/hook',
+  'https://172.16.3.4/',
+  'https://192.168.1.1/',
+  'http://169.254.169.254/latest/meta-data/',
+  'http://100.64.0.1/',
+  'http://[::1]/hook',
+  'http://[::]/',
+  'http://[::ffff:127.0.0.1]/hook',
+  'http://[::ffff:10.0.0.5]/',
+  'http://[::ffff:169.254.169.254]/',
+  'http://[fd00::1]/',
+  'http://[fe80::1]/',
+  'http://localhost/hook',
+  'http://LOCALHOST:3000/hook',
+  'http://localhost./hook',
+  'http://api.localhost/hook',
+  'http://a.b.localhost/',
+]
+
+const PUBLIC = [
+  'https://hooks.example.com/feedback',
+  'HTTPS://HOOKS.EXAMPLE.COM/IN',
+  'http://hooks.example.com:8080/in?source=feedback&x=1',
+  'https://93.184.216.34/hook',
+  'https://[2606:4700::6810:85e5]/hook',
+  'https://localhost.example.com/hook',
+  'https://mylocalhost/hook',
+  'https://hooks.example.com/@team/in',
+]
+
+async function refuses(t: Test, app: FastifyInstance, key: string, endpoint: string, url: string, rule: RegExp) {
+  for (const [method, path] of [['POST', '/v1/webhook-endpoints'], ['PATCH', endpoint]] as const) {
+    const res = await call(t, app, { method, url: path, key, body: { url } })
+    t.equal(res.status, 400, `${method} ${url}`)
+    t.equal(res.json.code, 'validation_failed')
+    t.same(res.json.errors?.map((e: { in: string; path: string }) => `${e.in}${e.path}`), ['body/url'], 'errors[] names the url, alone')
+    t.match(res.json.detail, /^body\/url /, 'the detail names the field')
+    t.match(res.json.detail, rule, 'and the rule')
+  }
+}
+
+t.test('a url with user info, a fragment, another scheme or no host is 400, on create and update', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const endpoint = await createEndpoint(t, app, key)
+  for (const url of MALFORMED) await refuses(t, app, key, endpoint.url, url, /must be an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment/)
+  t.same((await call(t, app, { url: endpoint.url, key })).json.data, endpoint.data, 'the endpoint is unchanged')
+  t.equal((await call(t, app, { url: '/v1/webhook-endpoints', key })).json.data.length, 1, 'and no other was made')
+})
+
+t.test('a host written as a loopback, private, link-local or unique-local address, or localhost, is 400', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const endpoint = await createEndpoint(t, app, key)
+  for (const url of PRIVATE) await refuses(t, app, key, endpoint.url, url, /must not point to a loopback, private, link-local or unique-local address, or to localhost/)
+  t.same((await call(t, app, { url: endpoint.url, key })).json.data, endpoint.data, 'the endpoint is unchanged')
+})
+
+t.test('public hosts, names and addresses, are accepted as sent', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const endpoint = await createEndpoint(t, app, key)
+  for (const url of PUBLIC) {
+    const created = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url } })
+    t.equal(created.status, 201, url)
+    t.equal(created.json.data.url, url)
+    await call(t, app, { method: 'DELETE', url: `/v1/webhook-endpoints/${created.json.data.id}`, key })
+    const updated = await call(t, app, { method: 'PATCH', url: endpoint.url, key, body: { url } })
+    t.equal(updated.status, 200, `PATCH ${url}`)
+    t.equal(updated.json.data.url, url)
+  }
+})
+
+t.test('with WEBHOOK_ALLOW_PRIVATE_NETWORKS, private and local hosts are accepted; the URL rules still hold', async (t) => {
+  const app = await testApp({ webhookAllowPrivateNetworks: true })
+  const { key } = await createProject()
+  const endpoint = await createEndpoint(t, app, key)
+  for (const url of ['http://127.0.0.1:3000/hook', 'http://[::1]/hook', 'http://localhost:8080/in', 'http://169.254.169.254/', 'http://[::ffff:127.0.0.1]/']) {
+    const created = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url } })
+    t.equal(created.status, 201, url)
+    await call(t, app, { method: 'DELETE', url: `/v1/webhook-endpoints/${created.json.data.id}`, key })
+    t.equal((await call(t, app, { method: 'PATCH', url: endpoint.url, key, body: { url } })).status, 200, `PATCH ${url}`)
+  }
+  for (const url of ['http://user@localhost/', 'http://localhost/#top', 'ftp://127.0.0.1/']) {
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url } })).status, 400, url)
+  }
+})
