@@ -10,15 +10,14 @@ import { rowsOf } from '../../src/db/results.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { retryDelay } from '../../src/jobs/webhook-dispatcher.js'
 import { eventJson } from '../../src/webhooks/event-record.js'
-import { testDatabase } from '../helpers/db.js'
-import { createEndpoint, deliveryRow, endpointRow, newSecret, recordEvent, type EndpointRow } from '../helpers/webhooks.js'
+import { createEndpoint, deliveryRow, endpointRow, newSecret, recordEvent, webhookDatabase, type EndpointRow } from '../helpers/webhooks.js'
 
-const { db } = await testDatabase()
+const { db } = await webhookDatabase()
 const repo = dispatchRepo(db)
 const LEASE = 60_000
 
 const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select (extract(epoch from now()) * 1000)::float8 as ms`))[0]!.ms
-/** Claims, keeping this test's endpoints' deliveries and giving back the rest (other test files share the table on PostgreSQL). */
+/** Claims, keeping these endpoints' deliveries and giving back the rest (earlier tests' deliveries that are still due). */
 async function claimFor(endpoints: EndpointRow[], perEndpoint = 100): Promise<ClaimedDelivery[]> {
   const ids = new Set(endpoints.map((e) => e.id))
   const claimed = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE })
