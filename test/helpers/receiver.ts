@@ -7,8 +7,8 @@ import type { AddressInfo, Socket } from 'node:net'
 import t from 'tap'
 
 export type Behaviour =
-  /** Answers this status at once (a 302 with `location`). */
-  | { status: number; location?: string }
+  /** Answers this status, at once or after `delayMs` (a 302 with `location`). */
+  | { status: number; location?: string; delayMs?: number }
   /** Never answers. */
   | 'hang'
   /** Holds the request until the test calls release() (the shutdown tests). */
@@ -112,7 +112,9 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
       pump()
       return
     }
-    res.writeHead(behaviour.status, { 'content-type': 'text/plain', ...(behaviour.location ? { location: behaviour.location } : {}) }).end(`status ${behaviour.status}`)
+    const answer = () => res.writeHead(behaviour.status, { 'content-type': 'text/plain', ...(behaviour.location ? { location: behaviour.location } : {}) }).end(`status ${behaviour.status}`)
+    if (behaviour.delayMs) setTimeout(answer, behaviour.delayMs)
+    else answer()
   }
 
   server.on('connection', (socket) => {
