@@ -111,6 +111,8 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     if (!failing) log.error({ err: loggable(error) }, `webhook deliveries: could not ${doing}; trying again every ${pollMs} ms`)
     failing = true
   }
+  /** A bug of ours: logged, never a crash of the process. */
+  const unexpected = (error: unknown) => log.error({ err: loggable(error) }, 'webhook deliveries: unexpected error')
 
   function look(): void {
     if (stopping) return
@@ -136,36 +138,42 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         claiming = undefined
         if (again) look()
       })
+      .catch(unexpected)
   }
 
   function begin(claim: ClaimedDelivery): void {
     const abort = new AbortController()
     const claimedLocally = Date.now()
-    const done = attempt(claim, abort.signal).then((result) => {
-      inFlight.delete(claim.id)
-      if (result === 'aborted') {
-        aborted.push(claim)
-        return
-      }
-      metrics?.webhookAttempt(result.kind)
-      const succeeded = result.kind === 'succeeded'
-      if (succeeded) metrics?.webhookDelivered(Math.max(0, (Date.now() - claim.createdAt.getTime()) / 1000))
-      const gone = result.status === 410
-      outcomes.push({
-        id: claim.id,
-        token: claim.token,
-        startedAt: claim.claimedAt,
-        status: result.status,
-        error: result.error,
-        succeeded,
-        gone,
-        retryInMs: succeeded || gone ? null : (retryDelay(claim.attempts + 1, schedule, random) ?? null),
-        // Past its lease the claim may be another's: recording it would change nothing.
-        expires: claimedLocally + leaseMs,
+    const done = attempt(claim, abort.signal)
+      .then((result) => {
+        if (result === 'aborted') {
+          aborted.push(claim)
+          return
+        }
+        metrics?.webhookAttempt(result.kind)
+        const succeeded = result.kind === 'succeeded'
+        if (succeeded) metrics?.webhookDelivered(Math.max(0, (Date.now() - claim.createdAt.getTime()) / 1000))
+        const gone = result.status === 410
+        outcomes.push({
+          id: claim.id,
+          token: claim.token,
+          startedAt: claim.claimedAt,
+          status: result.status,
+          error: result.error,
+          succeeded,
+          gone,
+          retryInMs: succeeded || gone ? null : (retryDelay(claim.attempts + 1, schedule, random) ?? null),
+          // Past its lease the claim may be another's: recording it would change nothing.
+          expires: claimedLocally + leaseMs,
+        })
+        void record()
       })
-      void record()
-      look()
-    })
+      .catch(unexpected)
+      .finally(() => {
+        inFlight.delete(claim.id)
+        // A slot is free: fill it if more is due.
+        look()
+      })
     inFlight.set(claim.id, { claim, abort, done })
   }
 
@@ -206,6 +214,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         recording = undefined
         if (outcomes.length > 0 && !failing) void record()
       })
+      .catch(unexpected)
     return recording
   }
 

@@ -200,12 +200,17 @@ export class Sender {
     try {
       let outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
       // A kept-alive connection the receiver had closed as this one was sent on it (Node's
-      // documented race): once more on a new connection, within the same deadline.
-      if (outcome.retryable && !expired && !attempt.signal?.aborted) outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
+      // documented race): once more, on another connection, within the same deadline.
+      if (outcome.retryable && !expired && !attempt.signal?.aborted) {
+        outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
+      }
       if (outcome.error instanceof Aborted) return 'aborted'
-      if (outcome.error !== undefined) return { ...describe(outcome.error, url.hostname, this.#timeoutMs), status: outcome.status }
+      if (outcome.error !== undefined) {
+        const failure = describe(outcome.error, url.hostname, this.#timeoutMs)
+        return { kind: failure.kind, status: outcome.status, error: failure.error.slice(0, MAX_ERROR_LENGTH) }
+      }
       const error = describeStatus(outcome.status!)
-      return { kind: error === null ? 'succeeded' : 'http_error', status: outcome.status, error: error?.slice(0, MAX_ERROR_LENGTH) ?? null }
+      return { kind: error === null ? 'succeeded' : 'http_error', status: outcome.status, error }
     } finally {
       this.#timers.clearTimeout(deadline)
       attempt.signal?.removeEventListener('abort', onAbort)
@@ -233,11 +238,18 @@ export class Sender {
         resolve({ status, ...(error === undefined ? {} : { error }), ...(retryable ? { retryable } : {}) })
       }
       const body = Buffer.from(attempt.body)
-      const request = (url.protocol === 'https:' ? https : http).request(url, {
-        method: 'POST',
-        agent: url.protocol === 'https:' ? this.#https : this.#http,
-        headers: { ...attempt.headers, 'content-type': 'application/json', 'content-length': body.length, 'user-agent': USER_AGENT },
-      })
+      let request: http.ClientRequest
+      try {
+        request = (url.protocol === 'https:' ? https : http).request(url, {
+          method: 'POST',
+          agent: url.protocol === 'https:' ? this.#https : this.#http,
+          headers: { ...attempt.headers, 'content-type': 'application/json', 'content-length': body.length, 'user-agent': USER_AGENT },
+        })
+      } catch (error) {
+        // Node refused the request before sending anything (a URL it cannot use): a failure like any other.
+        resolve({ status: null, error })
+        return
+      }
       setAbort((error) => {
         if (settled) return
         settle(error)

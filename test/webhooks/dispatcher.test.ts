@@ -6,8 +6,11 @@
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { Webhook } from 'standardwebhooks'
+import { buildApp } from '../../src/app.js'
+import { defaults } from '../../src/config.js'
 import type { Database } from '../../src/db/client.js'
 import { dispatchRepo } from '../../src/db/repos/dispatch.js'
+import { makeRepos } from '../../src/db/repos/index.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { startWebhookDispatcher } from '../../src/jobs/webhook-dispatcher.js'
 import { systemResolver, type Resolver } from '../../src/webhooks/send.js'
@@ -17,6 +20,7 @@ import {
   createEndpoint,
   deliveryReaches,
   deliveryRow,
+  endpointRecord,
   endpointRow,
   manualTimers,
   newSecret,
@@ -27,7 +31,8 @@ import {
   webhookDatabase,
 } from '../helpers/webhooks.js'
 
-const { db } = await webhookDatabase()
+const handle = await webhookDatabase()
+const { db } = handle
 const HOUR = 3_600_000
 
 t.test('woken by the write’s hook: delivered with the Standard Webhooks headers and the event as the body', async (t) => {
@@ -289,4 +294,46 @@ t.test('the database down: logged once, never thrown; logged again when it answe
   down = false
   await waitUntil(async () => log.lines.length, (n) => n >= 2)
   t.match(log.lines[1], { level: 'info', message: /answers again/ })
+})
+
+t.test('beside an app: a write through ctx.repos wakes it by buildApp’s hook, and GET /metrics counts its attempts and the delivery latency', async (t) => {
+  let dispatcher: { wake(): void } | undefined
+  const adminToken = 'webhook-metrics-admin-token'
+  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken }, handle, {
+    deliveriesDue: () => dispatcher?.wake(),
+    // A stand-in for the test operation (its handler is built elsewhere): an event written
+    // through the app's own repositories, as every write that makes an event does.
+    handlers: {
+      testWebhookEndpoint: async (request, ctx) => {
+        const endpoint = await endpointRow(request.params.id)
+        await ctx.repos.transaction((tx) => tx.outbox.record(request.principal.projectId, 'webhook.test', endpointRecord(endpoint)))
+        return { status: 204, body: undefined } as never
+      },
+    },
+  })
+  t.teardown(() => app.close())
+  // No polling within the test: only the hook can wake it.
+  dispatcher = await startDispatcher(t, { metrics: app.metrics, pollMs: HOUR })
+  const { project, apiKey } = await makeRepos(db).projects.create({ name: 'Beside an app', plan: 'pro', beta_enabled: true })
+  const ok = await startReceiver()
+  const failing = await startReceiver({ status: 500 })
+  for (const receiver of [ok, failing]) {
+    const endpoint = await createEndpoint(receiver.url, { projectId: project.id })
+    // One endpoint enabled at a time, so that each event goes to one.
+    await db.update(webhook_endpoints).set({ enabled: false }).where(sql`${webhook_endpoints.project_id} = ${project.id} and ${webhook_endpoints.id} <> ${endpoint.id}`)
+    const res = await app.inject({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.id}/test`, headers: { authorization: `Bearer ${apiKey}` } })
+    t.equal(res.statusCode, 204)
+    await receiver.received(1)
+  }
+  await waitUntil(
+    () => db.select().from(webhook_deliveries).where(eq(webhook_deliveries.project_id, project.id)),
+    (rows) => rows.length === 2 && rows.every((r) => r.attempts === 1 && r.claimed_until === null),
+  )
+  const res = await app.inject({ url: '/metrics', headers: { authorization: `Bearer ${adminToken}` } })
+  t.equal(res.statusCode, 200)
+  t.match(res.body, /^webhook_attempts_total\{outcome="succeeded"\} 1$/m)
+  t.match(res.body, /^webhook_attempts_total\{outcome="http_error"\} 1$/m)
+  t.match(res.body, /^webhook_attempts_total\{outcome="timeout"\} 0$/m, 'every outcome from the start')
+  t.match(res.body, /^webhook_delivery_latency_seconds_count 1$/m)
+  t.match(res.body, /^# HELP webhook_attempts_total \S/m)
 })
