@@ -45,6 +45,11 @@ export interface WebhookDispatcherOptions {
   drainMs?: number
   /** An attempt's deadline (10 s). */
   timeoutMs?: number
+  /**
+   * On PGlite, which runs no autovacuum: refresh the deliveries' statistics at start and then at
+   * most this often while deliveries change (db/repos/dispatch.ts, analyze). Unset on PostgreSQL.
+   */
+  analyzeEveryMs?: number
   /** Tests: the names' addresses, the attempts' deadline timers, the jitter, the signatures' clock. */
   resolve?: Resolver
   timers?: Timers
@@ -101,6 +106,9 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
   let again = false
   let stopping: Promise<void> | undefined
   let failing = false
+  let changed = true
+  let analyzedAt = -Infinity
+  let analyzing: Promise<void> | undefined
 
   function healthy() {
     if (failing) log.info('webhook deliveries: the database answers again')
@@ -129,6 +137,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         (claimed) => {
           healthy()
           // The claim may have been on its way when stop() came: none of these has begun.
+          if (claimed.length > 0) changed = true
           if (stopping) aborted.push(...claimed)
           else for (const claim of claimed) begin(claim)
         },
@@ -200,6 +209,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
       .then(
         (recorded) => {
           healthy()
+          changed = true
           for (const endpoint of recorded.disabled) {
             log.warn({ endpoint_id: endpoint.id, reason: endpoint.reason }, `webhook endpoint ${endpoint.id} disabled: ${endpoint.reason === 'gone' ? 'it answered 410 Gone' : 'every attempt to it failed for 5 days'}`)
           }
@@ -218,16 +228,30 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     return recording
   }
 
+  /** Keeps the claim's plan right where nothing else keeps the statistics (analyzeEveryMs). */
+  function analyze(): void {
+    const every = options.analyzeEveryMs
+    if (every === undefined || analyzing || stopping || !changed || Date.now() - analyzedAt < every) return
+    changed = false
+    analyzedAt = Date.now()
+    analyzing = repo
+      .analyze()
+      .catch((error: unknown) => unhealthy(error, 'refresh the deliveries’ statistics'))
+      .finally(() => (analyzing = undefined))
+  }
+
   const timer = setInterval(() => {
     void record()
     look()
+    analyze()
   }, pollMs)
   timer.unref()
+  analyze()
   look()
 
   async function drain(): Promise<void> {
     clearInterval(timer)
-    await claiming
+    await Promise.all([claiming, analyzing])
     const attempts = [...inFlight.values()]
     if (attempts.length > 0) {
       let expire: NodeJS.Timeout | undefined

@@ -228,6 +228,15 @@ t.test('release gives claims back, due at once; a claim taken over since is left
   t.equal((await claimOf(endpoint))[0]?.id, deliveryId)
 })
 
+t.test('analyze gives the planner the deliveries’ statistics (PGlite keeps none by itself)', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/analyze')
+  for (let i = 0; i < 5; i++) await recordEvent(endpoint)
+  await repo.analyze()
+  const [stats] = rowsOf<{ tuples: number }>(await db.execute(sql`select reltuples::float8 as tuples from pg_class where relname = 'webhook_deliveries'`))
+  const [count] = rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from webhook_deliveries`))
+  t.equal(Number(stats!.tuples), Number(count!.n), 'the row count is known')
+})
+
 t.test('the retry schedule: one wait per retry, up to 10 % more, then spent', async (t) => {
   const schedule = [1000, 5000]
   t.equal(retryDelay(1, schedule, () => 0), 1000)

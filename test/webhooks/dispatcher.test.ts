@@ -337,3 +337,23 @@ t.test('beside an app: a write through ctx.repos wakes it by buildApp’s hook, 
   t.match(res.body, /^webhook_delivery_latency_seconds_count 1$/m)
   t.match(res.body, /^# HELP webhook_attempts_total \S/m)
 })
+
+t.test('analyzeEveryMs (PGlite): the deliveries’ statistics are refreshed at start, and again once deliveries have changed', async (t) => {
+  let analyzed = 0
+  const counting = new Proxy(db, {
+    get(target, property, receiver) {
+      if (property !== 'execute') return Reflect.get(target, property, receiver)
+      return (query: { queryChunks?: unknown[] }) => {
+        if (JSON.stringify(query.queryChunks ?? '').includes('analyze webhook_deliveries')) analyzed++
+        return target.execute(query as never)
+      }
+    },
+  })
+  const receiver = await startReceiver()
+  const dispatcher = await startDispatcher(t, { db: counting, analyzeEveryMs: 1, pollMs: 10 })
+  await waitUntil(async () => analyzed, (n) => n >= 1)
+  const { deliveryId } = await recordEvent(await createEndpoint(receiver.url), { deliveriesDue: () => dispatcher.wake() })
+  await deliveryReaches(deliveryId, 'succeeded')
+  await waitUntil(async () => analyzed, (n) => n >= 2)
+  t.pass(`analyzed ${analyzed} times`)
+})

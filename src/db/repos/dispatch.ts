@@ -109,7 +109,7 @@ export function dispatchRepo(db: Database) {
             limit ${options.limit}
           ), locked as (
             select d.id from webhook_deliveries d
-            where d.id in (select id from candidate)
+            where d.id = any(array(select id from candidate))
               and d.status = 'pending' and d.next_attempt_at <= now()
               and (d.claimed_until is null or d.claimed_until <= now())
             for update skip locked
@@ -223,6 +223,17 @@ export function dispatchRepo(db: Database) {
         deliveries: rows.filter((r) => r.kind === 'delivery').map((r) => ({ id: r.id, status: r.value as Recorded['deliveries'][number]['status'] })),
         disabled: rows.filter((r) => r.kind === 'endpoint').map((r) => ({ id: r.id, reason: r.value as 'gone' | 'failing' })),
       }
+    },
+
+    /**
+     * Refreshes the planner's statistics of the deliveries. PGlite runs no autovacuum, so
+     * without this the claim is planned for a table as small as when it was created, and reads
+     * and sorts every due row instead of the first few of the due index (250 ms for a backlog
+     * of 30 000 against a few; measured on PGlite). Samples at most 30 000 rows whatever the
+     * table's size. PostgreSQL's autovacuum does this by itself.
+     */
+    async analyze(): Promise<void> {
+      await db.execute(sql`analyze webhook_deliveries`)
     },
 
     /** Lets claims go without an attempt recorded (a shutdown): due again at once, for any instance. */
