@@ -72,7 +72,8 @@ export function dispatchRepo(db: Database) {
      * Claims due deliveries, soonest due first: pending, due now, unclaimed (or their claim's
      * lease has run out), to an enabled endpoint that has fewer than `perEndpoint` attempts in
      * flight, at most `perEndpoint` to any one endpoint. Rows that another instance is claiming
-     * at this moment are skipped (FOR UPDATE SKIP LOCKED), never waited for.
+     * or recording at this moment are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED:
+     * the lock the claim's UPDATE takes anyway).
      *
      * The candidates come first, unlocked, from the first rows of the due index: a window
      * function cannot be locked, and an endpoint that is slow with a long backlog must not keep
@@ -112,7 +113,7 @@ export function dispatchRepo(db: Database) {
             where d.id = any(array(select id from candidate))
               and d.status = 'pending' and d.next_attempt_at <= now()
               and (d.claimed_until is null or d.claimed_until <= now())
-            for update skip locked
+            for no key update skip locked
           )
           update webhook_deliveries d
           set claimed_until = now() + ${options.leaseMs}::int * interval '1 millisecond', claim_token = ${token}
@@ -189,14 +190,16 @@ export function dispatchRepo(db: Database) {
                 where f.endpoint_id = s.endpoint_id and not f.ok and (s.succeeded_at is null or f.started_at > s.succeeded_at)) as failed_from
             from summary s
           ), target as (
-            -- FOR UPDATE reads each row as it is once locked, even if another instance changed it meanwhile.
+            -- The lock reads each row as it is once locked, even if another instance changed it
+            -- meanwhile; NO KEY, so that an event written for the endpoint meanwhile (its foreign
+            -- key's KEY SHARE lock) does not wait.
             select e.id, e.enabled, e.failing_since from webhook_endpoints e join effect x on x.endpoint_id = e.id
             where (x.gone and e.enabled)
               or (x.succeeded_at is not null and (e.failing_since is not null or x.failed_from is not null))
               or (x.succeeded_at is null and x.failed_from is not null
                 and (e.failing_since is null or (e.enabled and e.failing_since <= now() - ${FAILING_DISABLES_AFTER})))
             order by e.id
-            for update of e
+            for no key update of e
           ), next as (
             select t.id, t.enabled, x.gone and t.enabled as gone, x.failed_from,
               case when x.succeeded_at is not null then x.failed_from else coalesce(t.failing_since, x.failed_from) end as failing_since
