@@ -7,7 +7,6 @@
 // test files share DATABASE_URL's database, these tests work in a database of their own
 // (created and dropped by the file), so that no dispatcher of theirs attempts another file's
 // deliveries, and no other file's dispatcher theirs. On PGlite every file has its own anyway.
-import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
@@ -16,6 +15,7 @@ import type { Database } from '../../src/db/client.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newId } from '../../src/domain/ids.js'
+import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { startWebhookDispatcher, type WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/jobs/webhook-dispatcher.js'
 import type { Timers } from '../../src/webhooks/send.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
@@ -37,8 +37,6 @@ export function webhookDatabase(): Promise<DbHandle> {
   return isolated
 }
 
-export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`
-
 export type EndpointRow = typeof webhook_endpoints.$inferSelect
 export type DeliveryRow = typeof webhook_deliveries.$inferSelect
 
@@ -48,7 +46,7 @@ export async function createEndpoint(url: string, options: { projectId?: string;
   const projectId = options.projectId ?? (await makeRepos(db).projects.create({ name: 'Webhook test', plan: 'pro', beta_enabled: true })).project.id
   const [row] = await db
     .insert(webhook_endpoints)
-    .values({ id: newId('we'), project_id: projectId, url, secret: options.secret ?? newSecret() })
+    .values({ id: newId('we'), project_id: projectId, url, secret: options.secret ?? newWebhookSecret() })
     .returning()
   return row!
 }

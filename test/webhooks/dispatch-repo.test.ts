@@ -8,9 +8,10 @@ import t from 'tap'
 import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../../src/db/repos/dispatch.js'
 import { rowsOf } from '../../src/db/results.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
+import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { retryDelay } from '../../src/jobs/webhook-dispatcher.js'
 import { eventJson } from '../../src/webhooks/event-record.js'
-import { createEndpoint, deliveryRow, endpointRow, newSecret, recordEvent, webhookDatabase, type EndpointRow } from '../helpers/webhooks.js'
+import { createEndpoint, deliveryRow, endpointRow, recordEvent, webhookDatabase, type EndpointRow } from '../helpers/webhooks.js'
 
 const { db } = await webhookDatabase()
 const repo = dispatchRepo(db)
@@ -65,7 +66,7 @@ t.test('a claim returns what the attempt needs, holds the delivery for the lease
 
 t.test('after a rotation both secrets, new first, until the old one expires', async (t) => {
   const endpoint = await createEndpoint('https://hooks.example.com/rotated')
-  const previous = newSecret()
+  const previous = newWebhookSecret()
   await db
     .update(webhook_endpoints)
     .set({ previous_secret: previous, previous_secret_expires_at: sql`now() + interval '1 day'` })

@@ -12,18 +12,18 @@ import type { Database } from '../../src/db/client.js'
 import { dispatchRepo } from '../../src/db/repos/dispatch.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
+import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { startWebhookDispatcher } from '../../src/jobs/webhook-dispatcher.js'
 import { systemResolver, type Resolver } from '../../src/webhooks/send.js'
+import { call } from '../helpers/app.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { webhookProblems } from '../helpers/spec-check.js'
 import {
   createEndpoint,
   deliveryReaches,
   deliveryRow,
-  endpointRecord,
   endpointRow,
   manualTimers,
-  newSecret,
   recordEvent,
   recordingLog,
   startDispatcher,
@@ -61,7 +61,7 @@ t.test('woken by the write’s hook: delivered with the Standard Webhooks header
 t.test('after a rotation: two signatures, each secret verifies', async (t) => {
   const receiver = await startReceiver()
   const endpoint = await createEndpoint(receiver.url)
-  const previous = newSecret()
+  const previous = newWebhookSecret()
   await db
     .update(webhook_endpoints)
     .set({ previous_secret: previous, previous_secret_expires_at: sql`now() + interval '24 hours'` })
@@ -296,46 +296,36 @@ t.test('the database down: logged once, never thrown; logged again when it answe
   t.match(log.lines[1], { level: 'info', message: /answers again/ })
 })
 
-t.test('beside an app: a write through ctx.repos wakes it by buildApp’s hook, and GET /metrics counts its attempts and the delivery latency', async (t) => {
+t.test('beside an app: its test operation wakes the dispatcher through buildApp’s hook, and GET /metrics counts the attempts and the delivery latency', async (t) => {
   let dispatcher: { wake(): void } | undefined
   const adminToken = 'webhook-metrics-admin-token'
-  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken }, handle, {
-    deliveriesDue: () => dispatcher?.wake(),
-    // A stand-in for the test operation (its handler is built elsewhere): an event written
-    // through the app's own repositories, as every write that makes an event does.
-    handlers: {
-      testWebhookEndpoint: async (request, ctx) => {
-        const endpoint = await endpointRow(request.params.id)
-        await ctx.repos.transaction((tx) => tx.outbox.record(request.principal.projectId, 'webhook.test', endpointRecord(endpoint)))
-        return { status: 204, body: undefined } as never
-      },
-    },
-  })
+  const config = { ...defaults, logLevel: 'silent' as const, adminToken, webhookAllowPrivateNetworks: true }
+  const app = await buildApp(config, handle, { deliveriesDue: () => dispatcher?.wake() })
   t.teardown(() => app.close())
   // No polling within the test: only the hook can wake it.
   dispatcher = await startDispatcher(t, { metrics: app.metrics, pollMs: HOUR })
-  const { project, apiKey } = await makeRepos(db).projects.create({ name: 'Beside an app', plan: 'pro', beta_enabled: true })
+  const { apiKey: key } = await makeRepos(db).projects.create({ name: 'Beside an app', plan: 'pro', beta_enabled: true })
   const ok = await startReceiver()
   const failing = await startReceiver({ status: 500 })
+  const deliveries: string[] = []
   for (const receiver of [ok, failing]) {
-    const endpoint = await createEndpoint(receiver.url, { projectId: project.id })
-    // One endpoint enabled at a time, so that each event goes to one.
-    await db.update(webhook_endpoints).set({ enabled: false }).where(sql`${webhook_endpoints.project_id} = ${project.id} and ${webhook_endpoints.id} <> ${endpoint.id}`)
-    const res = await app.inject({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.id}/test`, headers: { authorization: `Bearer ${apiKey}` } })
-    t.equal(res.statusCode, 204)
-    await receiver.received(1)
+    const created = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: receiver.url } })
+    t.equal(created.status, 201)
+    const sent = await call(t, app, { method: 'POST', url: `/v1/webhook-endpoints/${created.json.data.id}/test`, key })
+    t.equal(sent.status, 202)
+    deliveries.push(sent.json.data.id)
+    const [request] = await receiver.received(1)
+    t.ok(new Webhook(created.json.secret).verify(request!.body, request!.headers as Record<string, string>), 'signed with the secret the API answered')
   }
-  await waitUntil(
-    () => db.select().from(webhook_deliveries).where(eq(webhook_deliveries.project_id, project.id)),
-    (rows) => rows.length === 2 && rows.every((r) => r.attempts === 1 && r.claimed_until === null),
-  )
-  const res = await app.inject({ url: '/metrics', headers: { authorization: `Bearer ${adminToken}` } })
-  t.equal(res.statusCode, 200)
-  t.match(res.body, /^webhook_attempts_total\{outcome="succeeded"\} 1$/m)
-  t.match(res.body, /^webhook_attempts_total\{outcome="http_error"\} 1$/m)
-  t.match(res.body, /^webhook_attempts_total\{outcome="timeout"\} 0$/m, 'every outcome from the start')
-  t.match(res.body, /^webhook_delivery_latency_seconds_count 1$/m)
-  t.match(res.body, /^# HELP webhook_attempts_total \S/m)
+  await deliveryReaches(deliveries[0]!, 'succeeded')
+  await deliveryReaches(deliveries[1]!, 'pending', 1)
+  const res = await call(t, app, { url: '/metrics', headers: { authorization: `Bearer ${adminToken}` } })
+  t.equal(res.status, 200)
+  t.match(res.raw, /^webhook_attempts_total\{outcome="succeeded"\} 1$/m)
+  t.match(res.raw, /^webhook_attempts_total\{outcome="http_error"\} 1$/m)
+  t.match(res.raw, /^webhook_attempts_total\{outcome="timeout"\} 0$/m, 'every outcome from the start')
+  t.match(res.raw, /^webhook_delivery_latency_seconds_count 1$/m)
+  t.match(res.raw, /^# HELP webhook_attempts_total \S/m)
 })
 
 t.test('analyzeEveryMs (PGlite): the deliveries’ statistics are refreshed at start, and again once deliveries have changed', async (t) => {
