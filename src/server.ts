@@ -86,14 +86,16 @@ try {
   // A write that makes deliveries due wakes this instance's dispatcher once it has committed.
   app = await buildApp(config, database, { deliveriesDue: () => dispatcher?.wake() })
   await app.listen({ port: config.port, host: config.host })
-  dispatcher = startWebhookDispatcher({
-    db: database.db,
-    config,
-    log: app.log,
-    metrics: app.metrics,
-    // PGlite runs no autovacuum: the dispatcher keeps the statistics its claim is planned by.
-    analyzeEveryMs: database.kind === 'pglite' ? 60_000 : undefined,
-  })
+  if (config.webhookDispatch) {
+    dispatcher = startWebhookDispatcher({
+      db: database.db,
+      config,
+      log: app.log,
+      metrics: app.metrics,
+      // PGlite runs no autovacuum: the dispatcher keeps the statistics its claim is planned by.
+      analyzeEveryMs: database.kind === 'pglite' ? 60_000 : undefined,
+    })
+  }
   await createDemoProject(config, database)
   // A convenience: a database that stops answering right now is for the requests to report.
   await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)

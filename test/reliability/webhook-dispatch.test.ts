@@ -40,6 +40,7 @@ async function server(label: string): Promise<Server> {
     ADMIN_TOKEN,
     LOG_LEVEL: 'info',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_DISPATCH: 'true',
   })
   t.teardown(() => {
     if (started.running()) started.child.kill('SIGKILL')
