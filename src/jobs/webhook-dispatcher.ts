@@ -68,9 +68,9 @@ export interface WebhookDispatcher {
 }
 
 /**
- * 32 attempts at once keep two cores busy signing, sending and recording; 8 to one endpoint
- * (all instances together) deliver a burst to a receiver that answers in 50 ms at about 160 a
- * second, while one that hangs holds 8 slots of 32 per instance, never all of them.
+ * At most 32 attempts at once per instance (a socket and a few KiB each) and 8 to one endpoint on
+ * all instances together: a burst to a receiver that answers in 50 ms goes at about 160 a second
+ * (8 / 0.05 s), while an endpoint that hangs holds 8 of an instance's 32 slots, never all of them.
  */
 export const DISPATCH_DEFAULTS = Object.freeze({ concurrency: 32, perEndpoint: 8, pollMs: 1000, leaseMs: 60_000, drainMs: 8000 })
 /** Each wait of the schedule gets up to this much more, at random, so that failures that came together do not retry together. */
