@@ -29,6 +29,8 @@ export interface Received {
   body: string
   /** performance.now() when the request had arrived in full. */
   at: number
+  /** performance.now() when its exchange ended (answered, or the connection closed); undefined while open. */
+  closed?: number
   /** Which of the receiver's connections it came on (1, 2, ...). */
   connection: number
 }
@@ -70,13 +72,17 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
     req.on('end', () => {
       const connection = connectionOf.get(req.socket)!
       connection.served++
-      requests.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now(), connection: connection.number })
+      const received: Received = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now(), connection: connection.number }
+      requests.push(received)
       for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
         waiters.splice(waiters.indexOf(waiter), 1)
         waiter.resolve()
       }
       open++
-      res.on('close', () => open--)
+      res.on('close', () => {
+        open--
+        received.closed = performance.now()
+      })
       respond(current, res, connection.served)
     })
   })
