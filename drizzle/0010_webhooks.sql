@@ -19,6 +19,7 @@ CREATE TABLE "webhook_deliveries" (
 	"last_error" text,
 	"next_attempt_at" timestamp (3) with time zone,
 	"claimed_until" timestamp (3) with time zone,
+	"claim_token" text,
 	"created_at" timestamp (3) with time zone DEFAULT now() NOT NULL,
 	CONSTRAINT "webhook_deliveries_status_check" CHECK ("webhook_deliveries"."status" in ('pending', 'succeeded', 'failed'))
 );
@@ -53,6 +54,7 @@ CREATE INDEX "webhook_deliveries_endpoint_created_idx" ON "webhook_deliveries" U
 CREATE INDEX "webhook_deliveries_endpoint_status_created_idx" ON "webhook_deliveries" USING btree ("endpoint_id","status","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "webhook_deliveries_due_idx" ON "webhook_deliveries" USING btree ("next_attempt_at") WHERE "webhook_deliveries"."status" = 'pending';--> statement-breakpoint
 CREATE INDEX "webhook_deliveries_event_idx" ON "webhook_deliveries" USING btree ("event_id");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_claimed_idx" ON "webhook_deliveries" USING btree ("endpoint_id") WHERE "webhook_deliveries"."claimed_until" is not null;--> statement-breakpoint
 CREATE INDEX "webhook_endpoints_project_created_idx" ON "webhook_endpoints" USING btree ("project_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "changelog_entries_unannounced_idx" ON "changelog_entries" USING btree ("published_at") WHERE "changelog_entries"."published_at" is not null and "changelog_entries"."announced_at" is null;--> statement-breakpoint
 -- Entries already visible were announced, if at all, before events existed: only those still to come fire.

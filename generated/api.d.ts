@@ -744,6 +744,12 @@ export interface paths {
          *       answers, then 8 pipelined per connection), `db_pool_slots_in_use` and
          *       `db_pool_waiting`. The embedded database is one connection running one statement at a
          *       time: 1 connection, 1 slot, and the statements waiting for it.
+         *     - `webhook_attempts_total` by `outcome`: the webhook delivery attempts this instance
+         *       made, `succeeded` (a `2xx`), `http_error` (any other answer, `410` and redirects
+         *       included), `timeout` (no complete answer within 10 s), `network` (no connection, a
+         *       reset, TLS or DNS) or `blocked` (a private or loopback address, refused);
+         *       `webhook_delivery_latency_seconds` (a histogram, 0.1 s to a day): from an event being
+         *       written to its delivery succeeding, retries included.
          *     - The process metrics of prom-client (`process_*`, `nodejs_*`: CPU, memory, event loop
          *       lag, garbage collection, open handles).
          *

@@ -18,7 +18,7 @@ import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
-import { isStatementTimeout, makeMetrics } from './http/metrics.js'
+import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
 import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
 import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
@@ -46,6 +46,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     servedRoutes: readonly { method: string; url: string }[]
     keyUsage: KeyUsage
+    /** The app's metrics, which GET /metrics serves: the webhook dispatcher counts its attempts in them. */
+    metrics: Metrics
   }
 }
 
@@ -72,6 +74,11 @@ export interface BuildOptions {
   keyUsage?: { intervalMs?: number; maxKeys?: number }
   /** Replaces some operations' handlers, for tests of what the routes and the guard do around a handler. */
   handlers?: Partial<HandlerMap>
+  /**
+   * Called once a transaction that made webhook deliveries due has committed: server.ts wakes
+   * the instance's dispatcher (src/jobs/webhook-dispatcher.ts) with it, and so may a test.
+   */
+  deliveriesDue?: () => void
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -113,7 +120,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   const ctx: AppContext = {
     config,
-    repos: makeRepos(database.db, config.publicBaseUrl),
+    repos: makeRepos(database.db, config.publicBaseUrl, { deliveriesDue: options.deliveriesDue }),
     markdown:
       options.markdown ??
       new MarkdownRenderer({ onFallback: (reason) => app.log.warn({ reason }, 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds') }),
@@ -130,6 +137,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   // Every route the app serves, so that a test can hold it against the spec.
   const served: { method: string; url: string }[] = []
   app.decorate('servedRoutes', served)
+  app.decorate('metrics', metrics)
   app.addHook('onClose', () => ctx.markdown.close())
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) served.push({ method, url: route.url })

@@ -53,6 +53,12 @@ export interface Config {
    * (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true): for local development and tests only.
    */
   readonly webhookAllowPrivateNetworks: boolean
+  /**
+   * Whether this instance delivers webhooks (WEBHOOK_DISPATCH, true by default). Every instance
+   * does, sharing the work through the database; false leaves it to the others on the same
+   * database (deliveries wait, pending, while none delivers).
+   */
+  readonly webhookDispatch: boolean
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -77,6 +83,7 @@ export const defaults: Config = Object.freeze({
   // About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (api-contract §10).
   webhookRetryScheduleMs: Object.freeze([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]),
   webhookAllowPrivateNetworks: false,
+  webhookDispatch: true,
 })
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -172,5 +179,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
     webhookRetryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', defaults.webhookAllowPrivateNetworks),
+    webhookDispatch: boolean(env, 'WEBHOOK_DISPATCH', defaults.webhookDispatch),
   })
 }

@@ -1,5 +1,6 @@
 // Entry point: read the configuration, open and migrate the database, build the app, listen,
-// and drain on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the pool).
+// start the background jobs (src/jobs/), and drain on SIGTERM/SIGINT (stop accepting, finish
+// in-flight requests and webhook attempts, close the pool).
 // Nothing a user sees is created before the port is bound: a start that cannot listen leaves
 // no demo project behind whose key nobody saw. What the operator must fix (a bad setting, a
 // busy port, a data directory another process holds) is one line on stderr and exit code 1.
@@ -10,6 +11,7 @@ import { buildApp } from './app.js'
 import { loadConfig, SetupError, type Config } from './config.js'
 import { openDatabase, type DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
+import { startWebhookDispatcher, type WebhookDispatcher } from './jobs/webhook-dispatcher.js'
 
 /** The message for an error the operator can act on; undefined for anything else (a bug: stack). */
 function setupProblem(error: unknown, config: Config | undefined): string | undefined {
@@ -67,6 +69,7 @@ async function firstProjectHint(config: Config, database: DbHandle, port: number
 let config: Config | undefined
 let database: DbHandle | undefined
 let app: FastifyInstance | undefined
+let dispatcher: WebhookDispatcher | undefined
 try {
   config = loadConfig()
   database = await openDatabase({
@@ -80,8 +83,19 @@ try {
     role: 'the server',
   })
   await database.migrate()
-  app = await buildApp(config, database)
+  // A write that makes deliveries due wakes this instance's dispatcher once it has committed.
+  app = await buildApp(config, database, { deliveriesDue: () => dispatcher?.wake() })
   await app.listen({ port: config.port, host: config.host })
+  if (config.webhookDispatch) {
+    dispatcher = startWebhookDispatcher({
+      db: database.db,
+      config,
+      log: app.log,
+      metrics: app.metrics,
+      // PGlite runs no autovacuum: the dispatcher keeps the statistics its claim is planned by.
+      analyzeEveryMs: database.kind === 'pglite' ? 60_000 : undefined,
+    })
+  }
   await createDemoProject(config, database)
   // A convenience: a database that stops answering right now is for the requests to report.
   await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
@@ -89,7 +103,7 @@ try {
   const problem = setupProblem(error, config)
   if (!problem) throw error
   process.stderr.write(`Cannot start: ${problem}\n`)
-  await app?.close()
+  await Promise.all([app?.close(), dispatcher?.stop()])
   await database?.close()
   process.exit(1)
 }
@@ -97,6 +111,7 @@ try {
 closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   if (err) app!.log.error({ err }, 'shutting down after an error')
   else app!.log.info({ signal }, 'shutting down')
-  await app!.close()
+  // The dispatcher's in-flight attempts finish (or are given back) within its drain, under this 10 s.
+  await Promise.all([app!.close(), dispatcher?.stop()])
   await database!.close()
 })

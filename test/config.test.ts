@@ -5,6 +5,7 @@ t.test('defaults apply when nothing is set', async (t) => {
   t.same(loadConfig({}), defaults)
   t.equal(defaults.requestTimeoutMs, 30_000, 'a request arrives in full within 30 s')
   t.equal(defaults.dbPrepare, true, 'statements are prepared unless DB_PREPARE=false')
+  t.equal(defaults.webhookDispatch, true, 'every instance delivers webhooks unless WEBHOOK_DISPATCH=false')
 })
 
 t.test('values are read and typed', async (t) => {
@@ -20,8 +21,9 @@ t.test('values are read and typed', async (t) => {
     REDIS_URL: 'redis://cache:6379',
     REQUEST_TIMEOUT_MS: '5000',
     DB_PREPARE: 'false',
+    WEBHOOK_DISPATCH: 'false',
   })
-  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, dbPrepare: false, logLevel: 'warn', rateLimitPerMinute: 60, authFailuresPerMinute: 5, redisUrl: 'redis://cache:6379', requestTimeoutMs: 5000 })
+  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, dbPrepare: false, webhookDispatch: false, logLevel: 'warn', rateLimitPerMinute: 60, authFailuresPerMinute: 5, redisUrl: 'redis://cache:6379', requestTimeoutMs: 5000 })
   t.ok(Object.isFrozen(config))
 })
 
@@ -44,6 +46,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     REQUEST_TIMEOUT_MS: '0',
     DB_PREPARE: 'no',
     DB_STATEMENT_DEADLINE_MS: '1000',
+    WEBHOOK_DISPATCH: 'off',
   }
   for (const [name, value] of Object.entries(bad)) t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`)
 })

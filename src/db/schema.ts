@@ -309,9 +309,12 @@ export const events = pgTable(
 )
 
 /**
- * One (event, endpoint) pair: the outbox the dispatcher claims from (src/webhooks/). Pending
- * rows are due at `next_attempt_at`; `claimed_until` holds a row an instance is attempting, so
- * that no other instance attempts it at the same time (never shown).
+ * One (event, endpoint) pair: the outbox the dispatcher claims from (src/jobs/webhook-dispatcher.ts).
+ * Pending rows are due at `next_attempt_at`; `claimed_until` holds a row an instance is
+ * attempting, so that no other instance attempts it at the same time, and lets it go should that
+ * instance die. `claim_token` names the claim: an attempt records its outcome only while its claim
+ * is the row's current one, so a late attempt never overwrites a row that a retry or another
+ * instance has claimed since (never shown).
  */
 export const webhook_deliveries = pgTable(
   'webhook_deliveries',
@@ -334,6 +337,7 @@ export const webhook_deliveries = pgTable(
     last_error: text('last_error'),
     next_attempt_at: timestamptz('next_attempt_at'),
     claimed_until: timestamptz('claimed_until'),
+    claim_token: text('claim_token'),
     created_at: timestamptz('created_at').notNull().defaultNow(),
   },
   (t) => [
@@ -342,6 +346,8 @@ export const webhook_deliveries = pgTable(
     // The dispatcher's claim: pending rows, soonest due first.
     index('webhook_deliveries_due_idx').on(t.next_attempt_at).where(sql`${t.status} = 'pending'`),
     index('webhook_deliveries_event_idx').on(t.event_id),
+    // Attempts in flight (or left by an instance that died), counted per endpoint by the claim.
+    index('webhook_deliveries_claimed_idx').on(t.endpoint_id).where(sql`${t.claimed_until} is not null`),
     check('webhook_deliveries_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
   ],
 )

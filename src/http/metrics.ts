@@ -17,6 +17,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PoolStats } from '../db/client.js'
 import { someCause } from '../db/results.js'
+import { ATTEMPT_KINDS, type AttemptKind } from '../webhooks/send.js'
 
 /** The route label of a request no route matched (404 and 405 from the not-found handler, a URL the router refused). */
 const UNMATCHED = 'unmatched'
@@ -37,6 +38,12 @@ export type Credential = (typeof CREDENTIALS)[number]
  * DB_CONNECT_TIMEOUT (5 s by default) for the database before it is answered 503.
  */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/**
+ * Seconds from an event being written to its delivery succeeding: within 2 s with a healthy
+ * receiver (api-contract §10), then the retry schedule's steps (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, ...).
+ */
+const DELIVERY_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 300, 1800, 7200, 18_000, 36_000, 86_400]
 
 /** SQLSTATE 57014: PostgreSQL cancelled the statement, here always for statement_timeout. */
 export const isStatementTimeout = (error: unknown) => someCause(error, (e) => e.code === '57014')
@@ -107,7 +114,20 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
       this.inc(deadlineMisses())
     },
   })
+  const webhookAttempts = new Counter({
+    name: 'webhook_attempts_total',
+    help: 'Webhook delivery attempts this instance made, by outcome: succeeded (2xx), http_error (any other answer, 410 and redirects included), timeout (no complete answer within 10 s), network (no connection, reset, TLS, DNS) or blocked (a private or loopback address, refused).',
+    labelNames: ['outcome'] as const,
+    registers,
+  })
+  const deliveryLatency = new Histogram({
+    name: 'webhook_delivery_latency_seconds',
+    help: 'Time from an event being written to its delivery succeeding, retries included, for the deliveries this instance completed.',
+    buckets: DELIVERY_BUCKETS,
+    registers,
+  })
   // Zero from the start, so that rate() and absence alerts see every series before its first event.
+  for (const outcome of ATTEMPT_KINDS) webhookAttempts.inc({ outcome }, 0)
   for (const category of RATE_LIMIT_CATEGORIES) rateLimited.inc({ category }, 0)
   for (const credential of CREDENTIALS) authFailures.inc({ credential }, 0)
 
@@ -158,6 +178,14 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
     outage(down: boolean): void {
       reachable.set(down ? 0 : 1)
       if (down) outages.inc()
+    },
+    /** A webhook delivery attempt ended (src/jobs/webhook-dispatcher.ts). */
+    webhookAttempt(outcome: AttemptKind): void {
+      webhookAttempts.inc({ outcome })
+    },
+    /** A webhook delivery succeeded, `seconds` after its event was written. */
+    webhookDelivered(seconds: number): void {
+      deliveryLatency.observe(seconds)
     },
     /** The exposition text: this app's metrics, then the process's. */
     async text(): Promise<string> {

@@ -117,3 +117,36 @@ export function schemaProblems(name: string, value: unknown): string[] {
   if (!validate) return [`no schema ${name}`]
   return validate(value) ? [] : (validate.errors ?? []).map((e) => `${name}: ${e.instancePath} ${e.message}`)
 }
+
+/**
+ * The problems with a webhook delivery of an event of `type` as openapi.yaml's top-level
+ * `webhooks` map documents it: the body against its payload schema (the closed reading, like
+ * every response) and the headers it requires, each within its documented length.
+ */
+export function webhookProblems(type: string, delivery: { headers: Record<string, unknown>; body: string }): string[] {
+  const operation = spec.webhooks?.[type]?.post as AnyObject | undefined
+  if (!operation) return [`no webhook ${type} in openapi.yaml`]
+  const problems: string[] = []
+  for (const parameter of (operation.parameters ?? []).map(resolve) as AnyObject[]) {
+    if (parameter.in !== 'header') continue
+    const value = delivery.headers[parameter.name.toLowerCase()]
+    if (value === undefined) {
+      if (parameter.required) problems.push(`${type}: header ${parameter.name} is missing`)
+    } else if (typeof value !== 'string' || (parameter.schema?.maxLength !== undefined && value.length > parameter.schema.maxLength)) {
+      problems.push(`${type}: header ${parameter.name} is not a string of at most ${parameter.schema?.maxLength} characters`)
+    }
+  }
+  const content = resolve(operation.requestBody).content as AnyObject
+  const media = documentedMedia(content, String(delivery.headers['content-type'] ?? ''))
+  if (!media) return [...problems, `${type}: content type ${String(delivery.headers['content-type'])} is not documented`]
+  let body: unknown
+  try {
+    body = JSON.parse(delivery.body)
+  } catch {
+    return [...problems, `${type}: body is not JSON`]
+  }
+  const validate = media.schema.$ref ? ajv.getSchema(pointer(media.schema)) : ajv.compile(media.schema)
+  if (!validate) return [...problems, `${type}: cannot compile its schema`]
+  if (!validate(body)) for (const e of validate.errors ?? []) problems.push(`${type}: ${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`)
+  return problems
+}

@@ -1,0 +1,286 @@
+// The webhook dispatcher (api-contract §10, "Delivery"): every instance runs one, started and
+// stopped by server.ts. It holds no state of its own beyond what is in flight: deliveries are
+// rows, claimed with a lease (db/repos/dispatch.ts), so that any number of instances share the
+// work, none attempts a delivery another is attempting, and an instance that dies gives its
+// claims back when their lease runs out.
+//
+// When it works: at once when a transaction on this instance made deliveries due (the
+// repositories' deliveriesDue hook calls wake()), and every second otherwise, so that a delivery
+// written or retried on another instance is attempted within about 2 s; and again as soon as an
+// attempt ends, so that a backlog keeps every slot busy (one claim runs at a time: the looks of
+// attempts that end together are one).
+//
+// At most `concurrency` attempts at once on this instance, and `perEndpoint` to any one endpoint
+// on all instances together, so that an endpoint that hangs holds a few slots for its 10 s,
+// not all of them. Outcomes are recorded in batches: whatever ended while the previous record
+// was being written goes in the next one statement.
+import type { FastifyBaseLogger } from 'fastify'
+import type { Config } from '../config.js'
+import type { Database } from '../db/client.js'
+import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../db/repos/dispatch.js'
+import { sqlState } from '../db/results.js'
+import { Sender, type AttemptKind, type AttemptResult, type Resolver, type Timers } from '../webhooks/send.js'
+import { signatureHeaders, type SignatureHeaders } from '../webhooks/sign.js'
+
+export interface DispatchMetrics {
+  webhookAttempt(kind: AttemptKind): void
+  /** A delivery succeeded, this long after its event was written. */
+  webhookDelivered(seconds: number): void
+}
+
+export interface WebhookDispatcherOptions {
+  db: Database
+  config: Pick<Config, 'webhookRetryScheduleMs' | 'webhookAllowPrivateNetworks'>
+  log: FastifyBaseLogger
+  metrics?: DispatchMetrics
+  /** Attempts in flight at most on this instance. */
+  concurrency?: number
+  /** Attempts in flight at most to one endpoint, all instances together. */
+  perEndpoint?: number
+  /** Milliseconds between two looks for due deliveries when nothing wakes the dispatcher. */
+  pollMs?: number
+  /** How long a claim holds before another instance may take the delivery over: far longer than an attempt. */
+  leaseMs?: number
+  /** How long stop() lets attempts in flight finish before it ends them and gives their deliveries back. */
+  drainMs?: number
+  /** An attempt's deadline (10 s). */
+  timeoutMs?: number
+  /**
+   * On PGlite, which runs no autovacuum: refresh the deliveries' statistics at start and then at
+   * most this often while deliveries change (db/repos/dispatch.ts, analyze). Unset on PostgreSQL.
+   */
+  analyzeEveryMs?: number
+  /** Tests: the names' addresses, the attempts' deadline timers, the jitter, the signatures' clock. */
+  resolve?: Resolver
+  timers?: Timers
+  random?: () => number
+  now?: () => Date
+}
+
+export interface WebhookDispatcher {
+  /** Something is due now: look at once (coalesced with a look already under way). */
+  wake(): void
+  /**
+   * Stops claiming, lets the attempts in flight finish and records them, within drainMs; ends
+   * those still running then and gives their deliveries back, due at once for any instance.
+   */
+  stop(): Promise<void>
+}
+
+/**
+ * At most 32 attempts at once per instance (a socket and a few KiB each) and 8 to one endpoint on
+ * all instances together: a burst to a receiver that answers in 50 ms goes at about 160 a second
+ * (8 / 0.05 s), while an endpoint that hangs holds 8 of an instance's 32 slots, never all of them.
+ */
+export const DISPATCH_DEFAULTS = Object.freeze({ concurrency: 32, perEndpoint: 8, pollMs: 1000, leaseMs: 60_000, drainMs: 8000 })
+/** Each wait of the schedule gets up to this much more, at random, so that failures that came together do not retry together. */
+const JITTER = 0.1
+
+/**
+ * Milliseconds to wait after a delivery's `attemptsMade`-th attempt failed, from the schedule
+ * (WEBHOOK_RETRY_SCHEDULE) with its jitter; undefined once the schedule is spent.
+ */
+export function retryDelay(attemptsMade: number, schedule: readonly number[], random: () => number = Math.random): number | undefined {
+  const wait = schedule[attemptsMade - 1]
+  return wait === undefined ? undefined : Math.round(wait * (1 + JITTER * random()))
+}
+
+/** What may be logged of a database error: its code, never its message (Drizzle's holds the query and its values). */
+const loggable = (error: unknown) => ({ code: sqlState(error) ?? (error as { name?: string } | undefined)?.name })
+
+export function startWebhookDispatcher(options: WebhookDispatcherOptions): WebhookDispatcher {
+  const { concurrency, perEndpoint, pollMs, leaseMs, drainMs } = { ...DISPATCH_DEFAULTS, ...definedOnly(options) }
+  const { log, metrics } = options
+  const schedule = options.config.webhookRetryScheduleMs
+  const random = options.random ?? Math.random
+  const now = options.now ?? (() => new Date())
+  const repo = dispatchRepo(options.db)
+  const sender = new Sender({ allowPrivateNetworks: options.config.webhookAllowPrivateNetworks, timeoutMs: options.timeoutMs, resolve: options.resolve, timers: options.timers })
+
+  const inFlight = new Map<string, { claim: ClaimedDelivery; abort: AbortController; done: Promise<void> }>()
+  let outcomes: (Outcome & { expires: number })[] = []
+  const aborted: ClaimedDelivery[] = []
+  let claiming: Promise<void> | undefined
+  let recording: Promise<void> | undefined
+  /** Woken while a claim was under way: look again when it ends. */
+  let again = false
+  let stopping: Promise<void> | undefined
+  let failing = false
+  let changed = true
+  let analyzedAt = -Infinity
+  let analyzing: Promise<void> | undefined
+
+  function healthy() {
+    if (failing) log.info('webhook deliveries: the database answers again')
+    failing = false
+  }
+  function unhealthy(error: unknown, doing: string) {
+    // Once per outage, not at every tick.
+    if (!failing) log.error({ err: loggable(error) }, `webhook deliveries: could not ${doing}; trying again every ${pollMs} ms`)
+    failing = true
+  }
+  /** A bug of ours: logged, never a crash of the process. */
+  const unexpected = (error: unknown) => log.error({ err: loggable(error) }, 'webhook deliveries: unexpected error')
+
+  function look(): void {
+    if (stopping) return
+    if (claiming) {
+      again = true
+      return
+    }
+    const room = concurrency - inFlight.size
+    if (room <= 0) return
+    again = false
+    claiming = repo
+      .claim({ limit: room, perEndpoint, leaseMs })
+      .then(
+        (claimed) => {
+          healthy()
+          // The claim may have been on its way when stop() came: none of these has begun.
+          if (claimed.length > 0) changed = true
+          if (stopping) aborted.push(...claimed)
+          else for (const claim of claimed) begin(claim)
+        },
+        (error: unknown) => unhealthy(error, 'claim due deliveries'),
+      )
+      .finally(() => {
+        claiming = undefined
+        if (again) look()
+      })
+      .catch(unexpected)
+  }
+
+  function begin(claim: ClaimedDelivery): void {
+    const abort = new AbortController()
+    const claimedLocally = Date.now()
+    const done = attempt(claim, abort.signal)
+      .then((result) => {
+        if (result === 'aborted') {
+          aborted.push(claim)
+          return
+        }
+        metrics?.webhookAttempt(result.kind)
+        const succeeded = result.kind === 'succeeded'
+        if (succeeded) metrics?.webhookDelivered(Math.max(0, (Date.now() - claim.createdAt.getTime()) / 1000))
+        const gone = result.status === 410
+        outcomes.push({
+          id: claim.id,
+          token: claim.token,
+          startedAt: claim.claimedAt,
+          status: result.status,
+          error: result.error,
+          succeeded,
+          gone,
+          retryInMs: succeeded || gone ? null : (retryDelay(claim.attempts + 1, schedule, random) ?? null),
+          // Past its lease the claim may be another's: recording it would change nothing.
+          expires: claimedLocally + leaseMs,
+        })
+        void record()
+      })
+      .catch(unexpected)
+      .finally(() => {
+        inFlight.delete(claim.id)
+        // A slot is free: fill it if more is due.
+        look()
+      })
+    inFlight.set(claim.id, { claim, abort, done })
+  }
+
+  /** Signs and sends; resolves whatever happens. */
+  async function attempt(claim: ClaimedDelivery, signal: AbortSignal): Promise<AttemptResult | 'aborted'> {
+    let headers: SignatureHeaders
+    try {
+      headers = signatureHeaders(claim.eventId, claim.body, now(), claim.secrets)
+    } catch {
+      // A secret that is not base64 (none is written so): nothing can be sent, retried as a failure.
+      return { kind: 'network', status: null, error: 'the delivery could not be signed' }
+    }
+    return sender.send({ url: claim.url, headers: { ...headers }, body: claim.body, signal })
+  }
+
+  /** Writes the outcomes that have ended, in one statement; one write at a time, the next takes what ended meanwhile. */
+  function record(): Promise<void> {
+    if (recording) return recording
+    const batch = outcomes.filter((o) => o.expires > Date.now())
+    outcomes = []
+    if (batch.length === 0) return Promise.resolve()
+    recording = repo
+      .record(batch)
+      .then(
+        (recorded) => {
+          healthy()
+          changed = true
+          for (const endpoint of recorded.disabled) {
+            log.warn({ endpoint_id: endpoint.id, reason: endpoint.reason }, `webhook endpoint ${endpoint.id} disabled: ${endpoint.reason === 'gone' ? 'it answered 410 Gone' : 'every attempt to it failed for 5 days'}`)
+          }
+        },
+        (error: unknown) => {
+          // Kept for the next tick; the deliveries stay claimed meanwhile.
+          outcomes.unshift(...batch)
+          unhealthy(error, 'record delivery attempts')
+        },
+      )
+      .finally(() => {
+        recording = undefined
+        if (outcomes.length > 0 && !failing) void record()
+      })
+      .catch(unexpected)
+    return recording
+  }
+
+  /** Keeps the claim's plan right where nothing else keeps the statistics (analyzeEveryMs). */
+  function analyze(): void {
+    const every = options.analyzeEveryMs
+    if (every === undefined || analyzing || stopping || !changed || Date.now() - analyzedAt < every) return
+    changed = false
+    analyzedAt = Date.now()
+    analyzing = repo
+      .analyze()
+      .catch((error: unknown) => unhealthy(error, 'refresh the deliveries’ statistics'))
+      .finally(() => (analyzing = undefined))
+  }
+
+  const timer = setInterval(() => {
+    void record()
+    look()
+    analyze()
+  }, pollMs)
+  timer.unref()
+  analyze()
+  look()
+
+  async function drain(): Promise<void> {
+    clearInterval(timer)
+    await Promise.all([claiming, analyzing])
+    const attempts = [...inFlight.values()]
+    if (attempts.length > 0) {
+      let expire: NodeJS.Timeout | undefined
+      const expired = new Promise<void>((resolve) => (expire = setTimeout(resolve, drainMs)))
+      await Promise.race([Promise.all(attempts.map((a) => a.done)), expired])
+      clearTimeout(expire)
+      for (const attempt of inFlight.values()) attempt.abort.abort()
+      await Promise.all(attempts.map((a) => a.done))
+    }
+    await recording
+    await record()
+    if (outcomes.length > 0) log.warn({ deliveries: outcomes.length }, 'webhook deliveries: attempts made before the shutdown could not be recorded; they will be made again')
+    const release = aborted.splice(0).map((claim) => ({ id: claim.id, token: claim.token }))
+    await repo.release(release).catch((error: unknown) => {
+      log.warn({ err: loggable(error), deliveries: release.length }, 'webhook deliveries: could not give back unfinished deliveries; they are attempted again once their claim runs out')
+    })
+    sender.close()
+  }
+
+  return {
+    wake: look,
+    stop() {
+      stopping ??= drain()
+      return stopping
+    },
+  }
+}
+
+/** The options that were given (an explicit undefined keeps the default). */
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>
+}

@@ -1,0 +1,283 @@
+// One delivery attempt: one POST, and what came of it in a few words. Built on node:http and
+// node:https, which do all this needs (a lookup hook, the socket, keep-alive agents) and follow
+// no redirects of their own.
+//
+// Bounded in every way a receiver could stretch it: one deadline over the whole attempt
+// (connecting, sending, the answer's head and body), at most BODY_LIMIT bytes of the answer read
+// before its connection is closed, and nothing of the answer kept but its status. A receiver
+// that hangs, trickles, resets or streams without end costs one attempt, never a buffer, a
+// promise that never settles or an exception.
+//
+// The SSRF guard (api-contract §10) checks the addresses the connection may actually use: the
+// lookup refuses a name if any address it resolves to is forbidden (so that no answer mixing a
+// private address in with public ones can reach it), a URL whose host is a forbidden address
+// is refused without connecting, and each new connection's remote address is checked once
+// connected, before anything is written to it.
+import http from 'node:http'
+import https from 'node:https'
+import { lookup as systemLookup } from 'node:dns/promises'
+import type { LookupFunction, Socket } from 'node:net'
+import { isForbiddenAddress, literalAddress } from './addresses.js'
+
+/** What an attempt came to: success (2xx), another answer, or no answer for one of three reasons. */
+export const ATTEMPT_KINDS = ['succeeded', 'http_error', 'timeout', 'network', 'blocked'] as const
+export type AttemptKind = (typeof ATTEMPT_KINDS)[number]
+
+export interface AttemptResult {
+  kind: AttemptKind
+  /** The status the receiver answered with; null when it gave none. */
+  status: number | null
+  /** Why it failed, for people (a delivery's last_error); null on success. Never a secret or the answer's body. */
+  error: string | null
+}
+
+export interface ResolvedAddress {
+  address: string
+  family: number
+}
+/** Every address a host name resolves to (tests answer for names of their own). */
+export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>
+export const systemResolver: Resolver = (hostname) => systemLookup(hostname, { all: true, verbatim: true })
+
+/** The attempt's deadline timer: the real one, or one a test fires when it chooses. */
+export interface Timers {
+  setTimeout(callback: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+const realTimers: Timers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+}
+
+export interface SenderOptions {
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: true turns the address checks off (development and tests). */
+  allowPrivateNetworks: boolean
+  /** Milliseconds an attempt may take in all; 10 s by default (the contract's). */
+  timeoutMs?: number
+  resolve?: Resolver
+  timers?: Timers
+}
+
+export interface Attempt {
+  url: string
+  headers: Readonly<Record<string, string>>
+  body: string
+  /** Aborting it ends the attempt at once, as `aborted`: a shutdown that could not wait. */
+  signal?: AbortSignal
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000
+/** Bytes of an answer read at most; a longer one has its connection closed instead of drained. */
+export const BODY_LIMIT = 4096
+/** Idle keep-alive connections kept per origin, and how long each may wait for the next delivery. */
+const FREE_SOCKETS_PER_ORIGIN = 8
+const IDLE_SOCKET_MS = 15_000
+const MAX_ERROR_LENGTH = 500
+const USER_AGENT = 'feedback-service-webhooks/1'
+
+/** A connection that would reach a forbidden address. */
+class BlockedAddress extends Error {
+  constructor(readonly address: string) {
+    super(`the address ${address} is private`)
+  }
+}
+class Deadline extends Error {}
+class Aborted extends Error {}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
+
+/** The error of a failed connection or exchange, in words: its code at most, never its message. */
+function describe(error: unknown, hostname: string, timeoutMs: number): { kind: AttemptKind; error: string } {
+  if (error instanceof BlockedAddress) return { kind: 'blocked', error: error.message }
+  if (error instanceof Deadline) return { kind: 'timeout', error: `timed out after ${seconds(timeoutMs)}` }
+  const code = String((error as NodeJS.ErrnoException | undefined)?.code ?? '')
+  const network = (words: string) => ({ kind: 'network' as const, error: words })
+  if (['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'EAI_NONAME', 'EAI_FAIL'].includes(code)) return network(`the host name ${hostname} did not resolve`)
+  if (code === 'ECONNREFUSED') return network('connection refused')
+  if (code === 'ECONNRESET') return network('connection reset')
+  if (code === 'EPIPE') return network('connection closed while the delivery was sent')
+  if (code === 'ETIMEDOUT') return network('connection timed out')
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return network('host unreachable')
+  if (code.startsWith('HPE_')) return network('the answer was not valid HTTP')
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_/.test(code)) return network(`TLS failed (${code})`)
+  return network(code ? `connection failed (${code})` : 'connection failed')
+}
+
+function describeStatus(status: number): string | null {
+  if (status >= 200 && status < 300) return null
+  if (status >= 300 && status < 400) return `answered ${status}: redirects are not followed`
+  if (status === 410) return 'answered 410 Gone: the endpoint is disabled'
+  return `answered ${status}`
+}
+
+/** A lookup that resolves with `resolve` and, guarded, refuses a name that has any forbidden address. */
+function guardedLookup(resolve: Resolver, guard: boolean): LookupFunction {
+  return ((hostname: string, options: { family?: number | string; all?: boolean }, callback: (...args: unknown[]) => void) => {
+    resolve(hostname).then(
+      (found) => {
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0)
+        const addresses = found.filter((a) => family === 0 || a.family === family)
+        if (guard) {
+          const forbidden = found.find((a) => isForbiddenAddress(a.address))
+          if (forbidden) return callback(new BlockedAddress(forbidden.address))
+        }
+        if (addresses.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }))
+        if (options.all) callback(null, addresses)
+        else callback(null, addresses[0]!.address, addresses[0]!.family)
+      },
+      (error: unknown) => callback(error),
+    )
+  }) as LookupFunction
+}
+
+/** Checks each new connection's remote address before anything is written to it (exported for its test). */
+export function guardConnections<A extends http.Agent>(agent: A): A {
+  const internal = agent as unknown as { createConnection(options: object, callback?: unknown): Socket }
+  const create = internal.createConnection.bind(agent)
+  internal.createConnection = (options, callback) => {
+    const socket = create(options, callback)
+    // Before the listeners that write what was queued while connecting.
+    socket.prependOnceListener('connect', () => {
+      const address = socket.remoteAddress
+      if (address === undefined || isForbiddenAddress(address)) socket.destroy(new BlockedAddress(address ?? 'unknown'))
+    })
+    return socket
+  }
+  return agent
+}
+
+/**
+ * Sends attempts over keep-alive connections (one pool per origin, in Node's agents), so that a
+ * busy endpoint is not paid a TCP and TLS handshake per delivery. One per dispatcher.
+ */
+export class Sender {
+  readonly #timeoutMs: number
+  readonly #guard: boolean
+  readonly #timers: Timers
+  readonly #http: http.Agent
+  readonly #https: https.Agent
+
+  constructor(options: SenderOptions) {
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    this.#guard = !options.allowPrivateNetworks
+    this.#timers = options.timers ?? realTimers
+    const agentOptions = {
+      keepAlive: true,
+      maxFreeSockets: FREE_SOCKETS_PER_ORIGIN,
+      timeout: IDLE_SOCKET_MS,
+      scheduling: 'lifo' as const,
+      lookup: guardedLookup(options.resolve ?? systemResolver, this.#guard),
+    }
+    this.#http = new http.Agent(agentOptions)
+    this.#https = new https.Agent(agentOptions)
+    if (this.#guard) {
+      guardConnections(this.#http)
+      guardConnections(this.#https)
+    }
+  }
+
+  /** Makes one attempt; always resolves, whatever the receiver does. `aborted` only through `signal`. */
+  async send(attempt: Attempt): Promise<AttemptResult | 'aborted'> {
+    let url: URL
+    try {
+      url = new URL(attempt.url)
+    } catch {
+      return { kind: 'network', status: null, error: 'the URL is not valid' }
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return { kind: 'network', status: null, error: 'the URL is neither http nor https' }
+    const literal = literalAddress(url.hostname)
+    if (this.#guard && literal !== undefined && isForbiddenAddress(literal)) return { kind: 'blocked', status: null, error: new BlockedAddress(literal).message }
+    if (attempt.signal?.aborted) return 'aborted'
+
+    let expired = false
+    const deadline = this.#timers.setTimeout(() => {
+      expired = true
+      abortCurrent?.(new Deadline())
+    }, this.#timeoutMs)
+    let abortCurrent: ((error: Error) => void) | undefined
+    const onAbort = () => abortCurrent?.(new Aborted())
+    attempt.signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      let outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
+      // A kept-alive connection the receiver had closed as this one was sent on it (Node's
+      // documented race): once more, on another connection, within the same deadline.
+      if (outcome.retryable && !expired && !attempt.signal?.aborted) {
+        outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
+      }
+      if (outcome.error instanceof Aborted) return 'aborted'
+      if (outcome.error !== undefined) {
+        const failure = describe(outcome.error, url.hostname, this.#timeoutMs)
+        return { kind: failure.kind, status: outcome.status, error: failure.error.slice(0, MAX_ERROR_LENGTH) }
+      }
+      const error = describeStatus(outcome.status!)
+      return { kind: error === null ? 'succeeded' : 'http_error', status: outcome.status, error }
+    } finally {
+      this.#timers.clearTimeout(deadline)
+      attempt.signal?.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /**
+   * One request and its answer, read to its end or to BODY_LIMIT. `error` is set when the
+   * exchange did not complete (with the status, when one had arrived); `retryable` when a
+   * reused connection failed before any answer.
+   */
+  #exchange(
+    url: URL,
+    attempt: Attempt,
+    setAbort: (abort: (error: Error) => void) => void,
+  ): Promise<{ status: number | null; error?: unknown; retryable?: boolean }> {
+    return new Promise((resolve) => {
+      let status: number | null = null
+      let settled = false
+      const settle = (error?: unknown) => {
+        if (settled) return
+        settled = true
+        const code = (error as NodeJS.ErrnoException | undefined)?.code
+        const retryable = error !== undefined && status === null && request.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')
+        resolve({ status, ...(error === undefined ? {} : { error }), ...(retryable ? { retryable } : {}) })
+      }
+      const body = Buffer.from(attempt.body)
+      let request: http.ClientRequest
+      try {
+        request = (url.protocol === 'https:' ? https : http).request(url, {
+          method: 'POST',
+          agent: url.protocol === 'https:' ? this.#https : this.#http,
+          headers: { ...attempt.headers, 'content-type': 'application/json', 'content-length': body.length, 'user-agent': USER_AGENT },
+        })
+      } catch (error) {
+        // Node refused the request before sending anything (a URL it cannot use): a failure like any other.
+        resolve({ status: null, error })
+        return
+      }
+      setAbort((error) => {
+        if (settled) return
+        settle(error)
+        request.destroy(error)
+      })
+      request.on('error', (error) => settle(error))
+      request.on('response', (response) => {
+        status = response.statusCode ?? null
+        let read = 0
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length
+          if (read > BODY_LIMIT) {
+            // Enough: what the answer says past this is never read, and its connection not reused.
+            settle()
+            response.destroy()
+          }
+        })
+        response.on('end', () => settle())
+        response.on('error', (error) => settle(error))
+        response.on('close', () => settle(response.complete ? undefined : Object.assign(new Error('closed'), { code: 'ECONNRESET' })))
+      })
+      request.end(body)
+    })
+  }
+
+  /** Closes the kept-alive connections (once no attempt is in flight). */
+  close(): void {
+    this.#http.destroy()
+    this.#https.destroy()
+  }
+}

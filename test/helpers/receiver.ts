@@ -1,0 +1,158 @@
+// A webhook receiver on 127.0.0.1 for the delivery tests: it records every request it gets and
+// answers as the test tells it, well or badly (a status, a redirect, never, slowly, without
+// end, or by resetting the connection). Nothing here waits against the clock: a test waits for
+// the requests it expects (`received`), and the misbehaviours last until the caller gives up.
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import t from 'tap'
+
+export type Behaviour =
+  /** Answers this status, at once or after `delayMs` (a 302 with `location`). */
+  | { status: number; location?: string; delayMs?: number }
+  /** Never answers. */
+  | 'hang'
+  /** Holds the request until the test calls release() (the shutdown tests). */
+  | 'hold'
+  /** Answers 200 at once, then sends its body a byte every 50 ms, without end. */
+  | 'slow'
+  /** Answers 200 with a body that never ends, as fast as the client reads it. */
+  | 'huge'
+  /** Resets the connection once the request has arrived. */
+  | 'reset'
+  /** Answers 200, but resets a kept-alive connection when a second request comes on it. */
+  | 'reset-reused'
+
+export interface Received {
+  method: string
+  url: string
+  headers: IncomingHttpHeaders
+  body: string
+  /** performance.now() when the request had arrived in full. */
+  at: number
+  /** performance.now() when its exchange ended (answered, or the connection closed); undefined while open. */
+  closed?: number
+  /** Which of the receiver's connections it came on (1, 2, ...). */
+  connection: number
+}
+
+export interface Receiver {
+  /** http://127.0.0.1:<port>/hook */
+  url: string
+  port: number
+  requests: Received[]
+  /** Connections the receiver accepted. */
+  connections(): number
+  /** Bytes of a `huge` body written so far, over all requests. */
+  hugeBytes(): number
+  /** Requests now open (arrived, not yet answered in full nor closed). */
+  open(): number
+  answer(behaviour: Behaviour): void
+  /** Resolves once `count` requests have arrived. */
+  received(count: number): Promise<Received[]>
+  /** Answers every held request 200. */
+  release(): void
+  close(): Promise<void>
+}
+
+/** Starts a receiver, closed when the test file ends. */
+export async function startReceiver(behaviour: Behaviour = { status: 200 }): Promise<Receiver> {
+  let current = behaviour
+  const requests: Received[] = []
+  const waiters: { count: number; resolve: () => void }[] = []
+  const held: ServerResponse[] = []
+  const sockets = new Set<Socket>()
+  const connectionOf = new WeakMap<Socket, { number: number; served: number }>()
+  let connections = 0
+  let hugeBytes = 0
+  let open = 0
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => {
+      const connection = connectionOf.get(req.socket)!
+      connection.served++
+      const received: Received = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now(), connection: connection.number }
+      requests.push(received)
+      for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
+        waiters.splice(waiters.indexOf(waiter), 1)
+        waiter.resolve()
+      }
+      open++
+      res.on('close', () => {
+        open--
+        received.closed = performance.now()
+      })
+      respond(current, res, connection.served)
+    })
+  })
+
+  function respond(behaviour: Behaviour, res: ServerResponse, served: number) {
+    if (behaviour === 'hang') return
+    if (behaviour === 'hold') {
+      held.push(res)
+      return
+    }
+    if (behaviour === 'reset' || (behaviour === 'reset-reused' && served > 1)) {
+      res.socket?.resetAndDestroy()
+      return
+    }
+    if (behaviour === 'reset-reused') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')
+      return
+    }
+    if (behaviour === 'slow') {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      const timer = setInterval(() => res.write('.'), 50)
+      res.on('close', () => clearInterval(timer))
+      return
+    }
+    if (behaviour === 'huge') {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      const chunk = Buffer.alloc(64 * 1024, 'x')
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk)) hugeBytes += chunk.length
+        if (!res.destroyed) hugeBytes += chunk.length
+      }
+      res.on('drain', pump)
+      pump()
+      return
+    }
+    const answer = () => res.writeHead(behaviour.status, { 'content-type': 'text/plain', ...(behaviour.location ? { location: behaviour.location } : {}) }).end(`status ${behaviour.status}`)
+    if (behaviour.delayMs) setTimeout(answer, behaviour.delayMs)
+    else answer()
+  }
+
+  server.on('connection', (socket) => {
+    sockets.add(socket)
+    connectionOf.set(socket, { number: ++connections, served: 0 })
+    socket.on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
+
+  const receiver: Receiver = {
+    url: `http://127.0.0.1:${port}/hook`,
+    port,
+    requests,
+    connections: () => connections,
+    hugeBytes: () => hugeBytes,
+    open: () => open,
+    answer(next) {
+      current = next
+    },
+    received(count) {
+      if (requests.length >= count) return Promise.resolve(requests.slice())
+      return new Promise((resolve) => waiters.push({ count, resolve: () => resolve(requests.slice()) }))
+    },
+    release() {
+      for (const res of held.splice(0)) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+  t.teardown(() => receiver.close())
+  return receiver
+}

@@ -1,0 +1,247 @@
+// Claiming and recording deliveries (src/db/repos/dispatch.ts), on PGlite and on PostgreSQL
+// (DATABASE_URL): what a claim returns and holds, the per-endpoint limit, leases that run out,
+// claims that have been taken over, and what an outcome does to the delivery and its endpoint.
+// Times are the database's: a test reads now() before and after a statement and holds the
+// result between the two, never to a duration of its own.
+import { eq, sql } from 'drizzle-orm'
+import t from 'tap'
+import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../../src/db/repos/dispatch.js'
+import { rowsOf } from '../../src/db/results.js'
+import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
+import { newWebhookSecret } from '../../src/domain/secrets.js'
+import { retryDelay } from '../../src/jobs/webhook-dispatcher.js'
+import { eventJson } from '../../src/webhooks/event-record.js'
+import { createEndpoint, deliveryRow, endpointRow, recordEvent, webhookDatabase, type EndpointRow } from '../helpers/webhooks.js'
+
+const { db } = await webhookDatabase()
+const repo = dispatchRepo(db)
+const LEASE = 60_000
+
+const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select (extract(epoch from now()) * 1000)::float8 as ms`))[0]!.ms
+/** Claims, keeping these endpoints' deliveries and giving back the rest (earlier tests' deliveries that are still due). */
+async function claimFor(endpoints: EndpointRow[], perEndpoint = 100): Promise<ClaimedDelivery[]> {
+  const ids = new Set(endpoints.map((e) => e.id))
+  const claimed = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE })
+  await repo.release(claimed.filter((c) => !ids.has(c.endpointId)))
+  return claimed.filter((c) => ids.has(c.endpointId))
+}
+const claimOf = (endpoint: EndpointRow) => claimFor([endpoint])
+const outcome = (claim: ClaimedDelivery, fields: Partial<Outcome>): Outcome => ({
+  id: claim.id,
+  token: claim.token,
+  startedAt: claim.claimedAt,
+  status: 200,
+  error: null,
+  succeeded: true,
+  gone: false,
+  retryInMs: null,
+  ...fields,
+})
+const failure = (claim: ClaimedDelivery, retryInMs: number | null = 60_000, status = 500): Outcome =>
+  outcome(claim, { status, error: `answered ${status}`, succeeded: false, retryInMs })
+
+t.test('a claim returns what the attempt needs, holds the delivery for the lease, and no second claim gets it', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/a')
+  const { eventId, deliveryId } = await recordEvent(endpoint)
+  const before = await dbNow()
+  const [claim, ...more] = await claimOf(endpoint)
+  const after = await dbNow()
+  t.same(more, [])
+  t.equal(claim!.id, deliveryId)
+  t.equal(claim!.url, 'https://hooks.example.com/a')
+  t.same(claim!.secrets, [endpoint.secret], 'one secret: no rotation')
+  t.equal(claim!.eventId, eventId)
+  t.equal(claim!.attempts, 0)
+  const [event] = rowsOf<{ id: string; type: string; data: string; ms: number }>(
+    await db.execute(sql`select id, type, data, (extract(epoch from created_at) * 1000)::float8 as ms from events where id = ${eventId}`),
+  )
+  t.equal(claim!.body, eventJson({ ...event!, created_at: new Date(event!.ms) }), 'the body is the event as the log holds it')
+  t.ok(claim!.claimedAt.getTime() >= before && claim!.claimedAt.getTime() <= after, 'claimed at the database’s time')
+
+  const row = await deliveryRow(deliveryId)
+  t.equal(row.claim_token, claim!.token)
+  t.ok(row.claimed_until!.getTime() >= before + LEASE && row.claimed_until!.getTime() <= after + LEASE, 'held for the lease')
+  t.same(await claimOf(endpoint), [], 'a second claim does not get it')
+})
+
+t.test('after a rotation both secrets, new first, until the old one expires', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/rotated')
+  const previous = newWebhookSecret()
+  await db
+    .update(webhook_endpoints)
+    .set({ previous_secret: previous, previous_secret_expires_at: sql`now() + interval '1 day'` })
+    .where(eq(webhook_endpoints.id, endpoint.id))
+  await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  t.same(claim!.secrets, [endpoint.secret, previous])
+  await repo.release([claim!])
+
+  await db.update(webhook_endpoints).set({ previous_secret_expires_at: sql`now() - interval '1 second'` }).where(eq(webhook_endpoints.id, endpoint.id))
+  const [again] = await claimOf(endpoint)
+  t.same(again!.secrets, [endpoint.secret], 'the old secret no longer signs once expired')
+})
+
+t.test('a lease that ran out: another claim takes the delivery, and the first claim’s outcome changes nothing', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/lease')
+  const { deliveryId } = await recordEvent(endpoint)
+  const [first] = await claimOf(endpoint)
+  // The instance that claimed it died: its lease runs out.
+  await db.update(webhook_deliveries).set({ claimed_until: sql`now() - interval '1 millisecond'` }).where(eq(webhook_deliveries.id, deliveryId))
+  const [second] = await claimOf(endpoint)
+  t.equal(second!.id, deliveryId, 'claimed again')
+  t.not(second!.token, first!.token, 'under a new claim')
+
+  const stale = await repo.record([failure(first!)])
+  t.same(stale.deliveries, [], 'the late outcome is dropped')
+  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 0, claim_token: second!.token })
+
+  const recorded = await repo.record([outcome(second!, {})])
+  t.same(recorded.deliveries, [{ id: deliveryId, status: 'succeeded' }])
+  t.match(await deliveryRow(deliveryId), { status: 'succeeded', attempts: 1, claim_token: null, claimed_until: null })
+})
+
+t.test('a delivery reset for a retry while an attempt was in flight keeps the retry', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/retried')
+  const { deliveryId } = await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  // What a retry does to a delivery (the API's retry operation): pending, due now, claim cleared.
+  await db
+    .update(webhook_deliveries)
+    .set({ status: 'pending', next_attempt_at: sql`now()`, claimed_until: null, claim_token: null })
+    .where(eq(webhook_deliveries.id, deliveryId))
+  t.same((await repo.record([failure(claim!)])).deliveries, [], 'the attempt that was in flight records nothing')
+  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 0 })
+  t.equal((await claimOf(endpoint))[0]?.id, deliveryId, 'and the retry is claimed')
+})
+
+t.test('per endpoint: at most perEndpoint in flight, counting the claims already held', async (t) => {
+  const busy = await createEndpoint('https://hooks.example.com/busy')
+  const quiet = await createEndpoint('https://hooks.example.com/quiet')
+  for (let i = 0; i < 6; i++) await recordEvent(busy)
+  await recordEvent(quiet)
+  const claims = await claimFor([busy, quiet], 2)
+  t.equal(claims.filter((c) => c.endpointId === busy.id).length, 2, 'two of the busy endpoint’s six')
+  t.equal(claims.filter((c) => c.endpointId === quiet.id).length, 1, 'and the quiet one’s')
+  t.same(await claimFor([busy], 2), [], 'none more while two are in flight')
+  await repo.record([outcome(claims.find((c) => c.endpointId === busy.id)!, {})])
+  const next = await claimFor([busy], 2)
+  t.equal(next.length, 1, 'one more once one has ended')
+  await repo.release([...claims, ...next])
+})
+
+t.test('a disabled endpoint’s deliveries are not claimed, and are once it is enabled again', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/disabled')
+  const { deliveryId } = await recordEvent(endpoint)
+  await db.update(webhook_endpoints).set({ enabled: false }).where(eq(webhook_endpoints.id, endpoint.id))
+  t.same(await claimOf(endpoint), [])
+  await db.update(webhook_endpoints).set({ enabled: true }).where(eq(webhook_endpoints.id, endpoint.id))
+  t.equal((await claimOf(endpoint))[0]?.id, deliveryId)
+})
+
+t.test('a failure: attempts, last_*, the next attempt after the wait, and failing_since from the first failure', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/failing')
+  const { deliveryId } = await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  const before = await dbNow()
+  await repo.record([failure(claim!, 5000, 503)])
+  const after = await dbNow()
+  const row = await deliveryRow(deliveryId)
+  t.match(row, { status: 'pending', attempts: 1, last_response_status: 503, last_error: 'answered 503', claimed_until: null, claim_token: null })
+  t.equal(row.last_attempt_at!.getTime(), claim!.claimedAt.getTime(), 'last_attempt_at: when the attempt began')
+  t.ok(row.next_attempt_at!.getTime() >= before + 5000 && row.next_attempt_at!.getTime() <= after + 5000, 'due again after the wait')
+  t.equal((await endpointRow(endpoint.id)).failing_since?.getTime(), claim!.claimedAt.getTime(), 'failing since that attempt')
+
+  // A second failure keeps the first one's time.
+  await db.update(webhook_deliveries).set({ next_attempt_at: sql`now()` }).where(eq(webhook_deliveries.id, deliveryId))
+  const [second] = await claimOf(endpoint)
+  t.equal(second!.attempts, 1)
+  await repo.record([failure(second!, null)])
+  t.match(await deliveryRow(deliveryId), { status: 'failed', attempts: 2, next_attempt_at: null }, 'the schedule spent: failed')
+  t.equal((await endpointRow(endpoint.id)).failing_since?.getTime(), claim!.claimedAt.getTime(), 'still failing since the first')
+
+  // A success clears it.
+  const { deliveryId: next } = await recordEvent(endpoint)
+  const [third] = await claimOf(endpoint)
+  t.equal(third!.id, next)
+  await repo.record([outcome(third!, {})])
+  t.match(await deliveryRow(next), { status: 'succeeded', attempts: 1, last_response_status: 200, last_error: null, next_attempt_at: null })
+  t.equal((await endpointRow(endpoint.id)).failing_since, null, 'a success clears failing_since')
+})
+
+t.test('outcomes of one endpoint recorded together: the latest success counts, and failures after it', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/batch')
+  for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const claims = await claimOf(endpoint)
+  t.equal(claims.length, 3)
+  const at = (claim: ClaimedDelivery, ms: number) => ({ ...claim, claimedAt: new Date(claim.claimedAt.getTime() + ms) })
+  await repo.record([failure(at(claims[0]!, 0)), outcome(at(claims[1]!, 1), {}), failure(at(claims[2]!, 2))])
+  t.equal((await endpointRow(endpoint.id)).failing_since?.getTime(), claims[2]!.claimedAt.getTime() + 2, 'failing since the failure after the success')
+})
+
+t.test('410 Gone: the endpoint is disabled (gone) and the delivery failed, schedule or not', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/gone')
+  const { deliveryId } = await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  const recorded = await repo.record([outcome(claim!, { status: 410, error: 'answered 410 Gone: the endpoint is disabled', succeeded: false, gone: true, retryInMs: 5000 })])
+  t.same(recorded.disabled, [{ id: endpoint.id, reason: 'gone' }])
+  t.match(await deliveryRow(deliveryId), { status: 'failed', attempts: 1, last_response_status: 410, next_attempt_at: null })
+  const row = await endpointRow(endpoint.id)
+  t.match(row, { enabled: false, disabled_reason: 'gone' })
+  t.ok(row.updated_at.getTime() > endpoint.updated_at.getTime(), 'updated_at moves')
+})
+
+t.test('an endpoint the team disabled while an attempt was in flight keeps its null reason on a 410', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/team-disabled')
+  await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  await db.update(webhook_endpoints).set({ enabled: false }).where(eq(webhook_endpoints.id, endpoint.id))
+  const recorded = await repo.record([outcome(claim!, { status: 410, error: 'x', succeeded: false, gone: true })])
+  t.same(recorded.disabled, [])
+  t.match(await endpointRow(endpoint.id), { enabled: false, disabled_reason: null })
+})
+
+t.test('every attempt failed for 5 days: the next failure disables the endpoint (failing); a success the day before resets the count', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/five-days')
+  await db.update(webhook_endpoints).set({ failing_since: sql`now() - interval '5 days 1 minute'` }).where(eq(webhook_endpoints.id, endpoint.id))
+  const { deliveryId } = await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  const recorded = await repo.record([failure(claim!)])
+  t.same(recorded.disabled, [{ id: endpoint.id, reason: 'failing' }])
+  t.match(await endpointRow(endpoint.id), { enabled: false, disabled_reason: 'failing' })
+  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 1 }, 'the delivery waits, pending, for the endpoint to be enabled')
+
+  const younger = await createEndpoint('https://hooks.example.com/four-days')
+  await db.update(webhook_endpoints).set({ failing_since: sql`now() - interval '4 days 23 hours'` }).where(eq(webhook_endpoints.id, younger.id))
+  await recordEvent(younger)
+  const [young] = await claimOf(younger)
+  t.same((await repo.record([failure(young!)])).disabled, [], 'under 5 days: still enabled')
+  t.match(await endpointRow(younger.id), { enabled: true, disabled_reason: null })
+})
+
+t.test('release gives claims back, due at once; a claim taken over since is left alone', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/release')
+  const { deliveryId } = await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  await repo.release([{ id: claim!.id, token: 'another claim' }])
+  t.equal((await deliveryRow(deliveryId)).claim_token, claim!.token, 'not released under another token')
+  await repo.release([claim!])
+  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 0, claimed_until: null, claim_token: null })
+  t.equal((await claimOf(endpoint))[0]?.id, deliveryId)
+})
+
+t.test('analyze gives the planner the deliveries’ statistics (PGlite keeps none by itself)', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/analyze')
+  for (let i = 0; i < 5; i++) await recordEvent(endpoint)
+  await repo.analyze()
+  const [stats] = rowsOf<{ tuples: number }>(await db.execute(sql`select reltuples::float8 as tuples from pg_class where relname = 'webhook_deliveries'`))
+  const [count] = rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from webhook_deliveries`))
+  t.equal(Number(stats!.tuples), Number(count!.n), 'the row count is known')
+})
+
+t.test('the retry schedule: one wait per retry, up to 10 % more, then spent', async (t) => {
+  const schedule = [1000, 5000]
+  t.equal(retryDelay(1, schedule, () => 0), 1000)
+  t.equal(retryDelay(1, schedule, () => 0.999999), 1100)
+  t.equal(retryDelay(2, schedule, () => 0.5), 5250)
+  t.equal(retryDelay(3, schedule, () => 0), undefined, 'after the first attempt and two retries')
+})
