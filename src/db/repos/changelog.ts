@@ -9,6 +9,7 @@ import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, ty
 import { preparedOnce } from './prepare-once.js'
 import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type ProjectIdInput, type ProjectScope, type ScopeShape } from './scope.js'
 import { changelog_entries, changelog_translations, projects } from '../schema.js'
+import { newTransaction, type Transact } from './transact.js'
 
 export type EntryRow = typeof changelog_entries.$inferSelect
 export type TranslationRow = typeof changelog_translations.$inferSelect
@@ -170,7 +171,8 @@ const toView = (entry: EntryRow & { status: PublishingState }, translation?: Pic
   status: entry.status,
 })
 
-export function changelogRepo(db: Database) {
+/** `transact`: how a write of several statements gets its transaction (transact.ts). */
+export function changelogRepo(db: Database, transact: Transact = newTransaction(db)) {
   const e = changelog_entries
   const t = changelog_translations
   const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(e.project_id, projectId), eq(e.id, id))
@@ -523,7 +525,7 @@ export function changelogRepo(db: Database) {
      */
     update(projectId: string, id: string, locale: string | undefined, precondition: Precondition | undefined, decide: (current: CurrentEntry) => EntryPatch): Promise<EntryUpdate> {
       const key = locale === undefined ? undefined : localeKey(locale)
-      return db.transaction(async (tx): Promise<EntryUpdate> => {
+      return transact(async (tx): Promise<EntryUpdate> => {
         const [current] = await tx
           .select({ entry: e, status, now: sql`now()`.mapWith(e.updated_at), etag: baseTag })
           .from(e)
@@ -602,7 +604,7 @@ export function changelogRepo(db: Database) {
      */
     deleteTranslation(projectId: string, id: string, locale: string, precondition?: Precondition): Promise<EntryDeletion> {
       const key = localeKey(locale)
-      return db.transaction(async (tx): Promise<EntryDeletion> => {
+      return transact(async (tx): Promise<EntryDeletion> => {
         const [locked] = await tx.select({ id: e.id }).from(e).where(scoped(projectId, id)).for('update')
         if (!locked) return 'not_found'
         if (precondition !== undefined) {
