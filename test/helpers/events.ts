@@ -1,7 +1,9 @@
 // A project's event log, read straight from the events table while GET /v1/events is being
 // built; the tests read it only through these helpers, so that they can move to the API.
 import { and, asc, eq } from 'drizzle-orm'
+import { makeRepos } from '../../src/db/repos/index.js'
 import { newId } from '../../src/domain/ids.js'
+import { publicationSweep } from '../../src/jobs/publication-sweep.js'
 import { events, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { testDatabase } from './db.js'
 
@@ -42,4 +44,19 @@ export async function subscribe(projectId: string, types: string[] = ['*'], enab
   const id = newId('we')
   await db.insert(webhook_endpoints).values({ id, project_id: projectId, url: 'https://receiver.example/hook', events: types, enabled, secret: 'whsec_dGVzdA==' })
   return id
+}
+
+/** What a job logs, kept for a test to read. */
+export function logSink() {
+  const lines: { level: 'warn' | 'info'; fields: unknown; message: string }[] = []
+  const log = (level: 'warn' | 'info') => (fields: unknown, message?: string) => void lines.push({ level, fields: message === undefined ? undefined : fields, message: message ?? String(fields) })
+  return { lines, log: { warn: log('warn'), info: log('info') } as never }
+}
+
+/**
+ * One sweep of scheduled publications, as an instance's timer runs it: every project's entries
+ * whose time has come (other test files' too: assert on a project's events, not on the count).
+ */
+export async function sweepPublications(): Promise<number> {
+  return publicationSweep({ repos: makeRepos((await testDatabase()).db), log: logSink().log }).runOnce()
 }
