@@ -1,11 +1,15 @@
 // The write side of webhooks: an event and its deliveries, written in the transaction of the
 // change that causes them (the transactional outbox). A write the API acknowledged always has its
 // event, even if the process dies the next instant; one that fails or rolls back never does.
-import { sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { inArray, lt, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { EVERY_TYPE, type EventType } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
+import { events } from '../schema.js'
+
+/** How long the event log keeps an event (api-contract §10): GET /v1/events shows this much, pruning deletes what is older. */
+export const EVENT_RETENTION = sql.raw(`interval '30 days'`)
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 /**
@@ -79,6 +83,16 @@ export interface RecordedEvent {
  * change's rollback or be lost after its commit.
  */
 export function outboxRepo(db: Database, inTransaction: { due(): void } | undefined) {
+  /** The oldest expired events, locked unless another transaction holds them: from events_created_idx (a test holds it to that). */
+  const expiredClaim = (limit: number) =>
+    db
+      .select({ id: events.id })
+      .from(events)
+      .where(lt(events.created_at, sql`now() - ${EVENT_RETENTION}`))
+      .orderBy(events.created_at)
+      .limit(limit)
+      .for('update', { skipLocked: true })
+
   return {
     /**
      * Writes the event (`data`: the resource's record as its GET returns it) and, in the same
@@ -99,5 +113,17 @@ export function outboxRepo(db: Database, inTransaction: { due(): void } | undefi
       if (deliveries > 0) inTransaction.due()
       return { id, deliveries }
     },
+
+    /**
+     * Deletes up to `limit` events older than EVENT_RETENTION, oldest first, and their
+     * deliveries (a cascading key), in one statement of its own; returns how many. Rows another
+     * transaction holds (another instance pruning) are skipped, not waited for.
+     */
+    async pruneExpired(limit: number): Promise<number> {
+      const rows = await db.delete(events).where(inArray(events.id, expiredClaim(limit))).returning({ id: events.id })
+      return rows.length
+    },
+    /** pruneExpired's claim, for EXPLAIN. */
+    expiredClaim,
   }
 }
