@@ -10,6 +10,9 @@ import { buildApp } from './app.js'
 import { loadConfig, SetupError, type Config } from './config.js'
 import { openDatabase, type DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
+import { eventPruning } from './jobs/event-pruning.js'
+import type { PeriodicJob } from './jobs/periodic.js'
+import { publicationSweep } from './jobs/publication-sweep.js'
 
 /** The message for an error the operator can act on; undefined for anything else (a bug: stack). */
 function setupProblem(error: unknown, config: Config | undefined): string | undefined {
@@ -67,6 +70,7 @@ async function firstProjectHint(config: Config, database: DbHandle, port: number
 let config: Config | undefined
 let database: DbHandle | undefined
 let app: FastifyInstance | undefined
+let jobs: PeriodicJob<unknown>[] = []
 try {
   config = loadConfig()
   database = await openDatabase({
@@ -85,6 +89,10 @@ try {
   await createDemoProject(config, database)
   // A convenience: a database that stops answering right now is for the requests to report.
   await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
+  // The background work every instance shares (src/jobs/).
+  const repos = makeRepos(database.db, config.publicBaseUrl)
+  jobs = [publicationSweep({ repos, log: app.log }), eventPruning({ repos, log: app.log })]
+  for (const job of jobs) job.start()
 } catch (error) {
   const problem = setupProblem(error, config)
   if (!problem) throw error
@@ -98,5 +106,7 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   if (err) app!.log.error({ err }, 'shutting down after an error')
   else app!.log.info({ signal }, 'shutting down')
   await app!.close()
+  // Before the pool closes: a job's run in progress finishes first.
+  await Promise.all(jobs.map((job) => job.stop()))
   await database!.close()
 })
