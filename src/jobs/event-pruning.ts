@@ -2,9 +2,7 @@
 // (a cascading key), are deleted by every instance, in small batches, each its own short
 // statement, so that no delete holds many rows' locks for long or blocks the writes that add
 // events; instances pruning at once skip each other's rows instead of waiting for them.
-import type { FastifyBaseLogger } from 'fastify'
-import type { Repos } from '../db/repos/index.js'
-import { periodic, type PeriodicJob } from './periodic.js'
+import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
 
 /** How often an instance prunes: events outlive their 30 days by at most this. */
 export const PRUNE_EVERY_MS = 10 * 60_000
@@ -13,41 +11,14 @@ export const PRUNE_BATCH = 500
 /** The first pruning after start: not in the way of a starting instance. */
 const FIRST_PRUNE_MS = 60_000
 
-export interface EventPruningOptions {
-  repos: Repos
-  log: Pick<FastifyBaseLogger, 'warn' | 'info'>
-  intervalMs?: number
-  batch?: number
-}
-
 /** `runOnce()` resolves to the number of events it deleted. */
-export function eventPruning(options: EventPruningOptions): PeriodicJob<number> {
+export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
   const batch = options.batch ?? PRUNE_BATCH
-  let stopping = false
-  const job = periodic({
+  return periodic({
     name: 'event pruning',
     intervalMs: options.intervalMs ?? PRUNE_EVERY_MS,
     firstDelayMs: FIRST_PRUNE_MS,
     log: options.log,
-    async run() {
-      let deleted = 0
-      for (;;) {
-        const count = await options.repos.outbox.pruneExpired(batch)
-        deleted += count
-        // A batch short of full: nothing older is left (but what another instance holds).
-        if (count < batch || stopping) return deleted
-      }
-    },
+    run: (stopping) => inBatches(() => options.repos.outbox.pruneExpired(batch), batch, stopping),
   })
-  return {
-    ...job,
-    start() {
-      stopping = false
-      job.start()
-    },
-    async stop() {
-      stopping = true
-      await job.stop()
-    },
-  }
 }

@@ -4,7 +4,21 @@
 // (the database unreachable, say) is logged once per outage, not at every run, and never
 // reaches the process: the next run simply tries again.
 import type { FastifyBaseLogger } from 'fastify'
+import type { Repos } from '../db/repos/index.js'
 import { sqlState } from '../db/results.js'
+
+/** What a job logs to: the app's logger. */
+export type JobLog = Pick<FastifyBaseLogger, 'warn' | 'info'>
+
+/** The options of a job that works through rows in batches. */
+export interface BatchJobOptions {
+  repos: Repos
+  log: JobLog
+  /** Between the end of a run and the next. */
+  intervalMs?: number
+  /** Rows a batch takes at most. */
+  batch?: number
+}
 
 export interface PeriodicJob<T> {
   /** One run, its errors thrown (tests). */
@@ -23,8 +37,23 @@ export interface PeriodicOptions<T> {
   intervalMs: number
   /** The first run's delay after start(); 0 by default. */
   firstDelayMs?: number
-  run(): Promise<T>
-  log: Pick<FastifyBaseLogger, 'warn' | 'info'>
+  /** One run; `stopping()` turns true once stop() is called, for a long run to end early. */
+  run(stopping: () => boolean): Promise<T>
+  log: JobLog
+}
+
+/**
+ * Runs `step` (one batch, returning how many rows it took) until a batch comes back short of
+ * `batch`, which means nothing is left but rows another instance holds, or until stopping;
+ * returns the rows taken in all.
+ */
+export async function inBatches(step: () => Promise<number>, batch: number, stopping: () => boolean): Promise<number> {
+  let total = 0
+  for (;;) {
+    const count = await step()
+    total += count
+    if (count < batch || stopping()) return total
+  }
 }
 
 export function periodic<T>(options: PeriodicOptions<T>): PeriodicJob<T> {
@@ -32,12 +61,14 @@ export function periodic<T>(options: PeriodicOptions<T>): PeriodicJob<T> {
   let running: Promise<void> | undefined
   let timer: NodeJS.Timeout | undefined
   let stopped = true
+  // Set by stop() (and cleared by start()): a run in progress ends after its current batch.
+  let stopping = false
   // Each start() schedules its own chain of runs; a run of an earlier one ending late schedules nothing.
   let generation = 0
 
   async function report(): Promise<void> {
     try {
-      await options.run()
+      await options.run(() => stopping)
       if (failing) options.log.info(`${options.name} runs again`)
       failing = false
     } catch (error) {
@@ -63,15 +94,17 @@ export function periodic<T>(options: PeriodicOptions<T>): PeriodicJob<T> {
   }
 
   return {
-    runOnce: () => options.run(),
+    runOnce: () => options.run(() => stopping),
     tick,
     start() {
       if (!stopped) return
       stopped = false
+      stopping = false
       schedule(++generation, options.firstDelayMs ?? 0)
     },
     async stop() {
       stopped = true
+      stopping = true
       clearTimeout(timer)
       await running
     },

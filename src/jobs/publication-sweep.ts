@@ -6,27 +6,16 @@
 // publication fires once however many instances sweep at once. The writes that publish an entry
 // at once announce it themselves, in their own transaction (handlers/changelog.ts); one that
 // unpublishes or reschedules it clears announced_at, so it fires at its new time, or never.
-import type { FastifyBaseLogger } from 'fastify'
-import type { Repos } from '../db/repos/index.js'
 import { changelogRecord } from '../handlers/changelog.js'
-import { periodic, type PeriodicJob } from './periodic.js'
+import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
 
-/** Seconds between sweeps: an entry is announced within this (and a sweep's own time) of its published_at; the contract allows 60. */
+/** Between sweeps: an entry is announced within this (and a sweep's own time) of its published_at; the contract allows 60 s. */
 export const PUBLICATION_SWEEP_MS = 5_000
 /** Entries announced per transaction: each holds its rows' locks for as long as its events take to write. */
 export const PUBLICATION_BATCH = 50
-/** Batches per sweep at most, so that a sweep (and stop() waiting for it) stays short; the rest go next time. */
-const MAX_BATCHES = 20
-
-export interface PublicationSweepOptions {
-  repos: Repos
-  log: Pick<FastifyBaseLogger, 'warn' | 'info'>
-  intervalMs?: number
-  batch?: number
-}
 
 /** `runOnce()` resolves to the number of entries it announced. */
-export function publicationSweep(options: PublicationSweepOptions): PeriodicJob<number> {
+export function publicationSweep(options: BatchJobOptions): PeriodicJob<number> {
   const batch = options.batch ?? PUBLICATION_BATCH
 
   /** One batch, in one transaction: the entries claimed and their events commit together. */
@@ -42,14 +31,6 @@ export function publicationSweep(options: PublicationSweepOptions): PeriodicJob<
     name: 'the publication sweep',
     intervalMs: options.intervalMs ?? PUBLICATION_SWEEP_MS,
     log: options.log,
-    async run() {
-      let announced = 0
-      for (let i = 0; i < MAX_BATCHES; i++) {
-        const count = await announceBatch()
-        announced += count
-        if (count < batch) break
-      }
-      return announced
-    },
+    run: (stopping) => inBatches(announceBatch, batch, stopping),
   })
 }

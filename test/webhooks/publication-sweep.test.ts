@@ -164,17 +164,22 @@ t.test('a sweep on a closed database fails quietly', async (t) => {
   t.equal(lines[0]!.level, 'warn')
 })
 
-t.test('start() sweeps at once; stop() waits for the sweep in progress', async (t) => {
+t.test('start() sweeps at once; stop() waits for the batch in progress and ends the sweep there', async (t) => {
   let entered!: () => void
   const began = new Promise<void>((resolve) => (entered = resolve))
   let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let batches = 0
+  // Every batch comes back full, as if entries kept coming: only stop() ends the sweep.
   const repos = {
-    transaction: () => {
+    async transaction() {
+      batches++
       entered()
-      return new Promise<number>((resolve) => (release = () => resolve(0)))
+      await released
+      return 2
     },
   } as unknown as Repos
-  const sweep = publicationSweep({ repos, log: logSink().log, intervalMs: 60_000 })
+  const sweep = publicationSweep({ repos, log: logSink().log, intervalMs: 60_000, batch: 2 })
   sweep.start()
   await began
   let stopped = false
@@ -184,4 +189,5 @@ t.test('start() sweeps at once; stop() waits for the sweep in progress', async (
   release()
   await stopping
   t.ok(stopped)
+  t.equal(batches, 1, 'no batch after stop()')
 })
