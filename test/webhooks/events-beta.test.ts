@@ -61,6 +61,21 @@ t.test('an enrollment that creates nothing records nothing: 200 for an email alr
   t.same(await eventTypes(project.id), ['beta_tester.enrolled'], 'only the first enrollment')
 })
 
+t.test('concurrent enrollments of one email record one event, for the one 201', async (t) => {
+  const app = await ownApp()
+  const project = await createProject()
+  const { id: programId } = await program(t, app, project)
+  const results = await Promise.all(Array.from({ length: 20 }, (_, i) => enroll(t, app, project, programId, i % 2 ? 'Race@Example.com' : 'race@example.com')))
+  const created = results.filter((res) => res.status === 201)
+  t.equal(created.length, 1)
+  t.equal(results.filter((res) => res.status === 200).length, 19)
+  const events = await projectEvents(project.id)
+  t.same(
+    events.map((event) => event.data),
+    created.map((res) => res.json.data),
+  )
+})
+
 t.test('an Idempotency-Key replay records no second event; a failed keyed request none at all', async (t) => {
   const app = await ownApp()
   const project = await createProject()
