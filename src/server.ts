@@ -12,6 +12,9 @@ import { loadConfig, SetupError, type Config } from './config.js'
 import { openDatabase, type DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
 import { startWebhookDispatcher, type WebhookDispatcher } from './jobs/webhook-dispatcher.js'
+import { eventPruning } from './jobs/event-pruning.js'
+import type { PeriodicJob } from './jobs/periodic.js'
+import { publicationSweep } from './jobs/publication-sweep.js'
 
 /** The message for an error the operator can act on; undefined for anything else (a bug: stack). */
 function setupProblem(error: unknown, config: Config | undefined): string | undefined {
@@ -70,6 +73,7 @@ let config: Config | undefined
 let database: DbHandle | undefined
 let app: FastifyInstance | undefined
 let dispatcher: WebhookDispatcher | undefined
+let jobs: PeriodicJob<unknown>[] = []
 try {
   config = loadConfig()
   database = await openDatabase({
@@ -99,11 +103,15 @@ try {
   await createDemoProject(config, database)
   // A convenience: a database that stops answering right now is for the requests to report.
   await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
+  // The background work every instance shares (src/jobs/).
+  const repos = makeRepos(database.db, config.publicBaseUrl, { deliveriesDue: () => dispatcher?.wake() })
+  jobs = [publicationSweep({ repos, log: app.log }), eventPruning({ repos, log: app.log })]
+  for (const job of jobs) job.start()
 } catch (error) {
   const problem = setupProblem(error, config)
   if (!problem) throw error
   process.stderr.write(`Cannot start: ${problem}\n`)
-  await Promise.all([app?.close(), dispatcher?.stop()])
+  await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
   await database?.close()
   process.exit(1)
 }
@@ -111,7 +119,8 @@ try {
 closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   if (err) app!.log.error({ err }, 'shutting down after an error')
   else app!.log.info({ signal }, 'shutting down')
-  // The dispatcher's in-flight attempts finish (or are given back) within its drain, under this 10 s.
-  await Promise.all([app!.close(), dispatcher?.stop()])
+  // The dispatcher's in-flight attempts finish (or are given back) within its drain, under this
+  // 10 s; a job's run in progress finishes too, before the pool closes.
+  await Promise.all([app!.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
   await database!.close()
 })

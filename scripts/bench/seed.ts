@@ -7,7 +7,7 @@ import { PgTable } from 'drizzle-orm/pg-core'
 import * as schema from '../../src/db/schema.js'
 
 /** Bumped whenever the seed changes shape, so an older seed is rebuilt rather than reused. */
-export const SEED_NAME = 'bench seed v2'
+export const SEED_NAME = 'bench seed v3'
 export const PROJECT_ID = 'prj_benchProject000000001'
 export const PROGRAM_ID = 'bp_benchProgram000000001'
 export const KEY_ID = 'key_benchKey0000000000001'
@@ -68,14 +68,16 @@ export function seedStatements(scale: SeedScale): { setup: string[]; bulk: [stri
   const bulk: [string, string] = [
     // Bodies of 500 characters; ids of the API's shape (prefix_ and 21 of [0-9A-Za-z]).
     // The HTML is what the API stores for such a body (plain text: one paragraph, trimmed), so
-    // that the server's start-up has no body to render.
-    `insert into changelog_entries (id, project_id, title, body, body_html, labels, version, locale, published_at, created_at, updated_at)
+    // that the server's start-up has no body to render. Published long ago, and announced then
+    // (announced_at), as on a live service: otherwise the server's publication sweep would spend
+    // the run announcing them all.
+    `insert into changelog_entries (id, project_id, title, body, body_html, labels, version, locale, published_at, announced_at, created_at, updated_at)
        select 'ch_' || substr(md5('ch-' || g), 1, 21),
               case when ${isBench} then ${lit(PROJECT_ID)} else ${other('prj_other', otherN)} end,
               'Release note ' || g,
               b.body, '<p>' || trim(b.body) || E'</p>\\n',
               case when g % 3 = 0 then array['new', 'ios'] else array['improved'] end,
-              '1.' || (g % 100) || '.0', 'en', ${at}, ${at}, ${at}
+              '1.' || (g % 100) || '.0', 'en', ${at}, ${at}, ${at}, ${at}
        from generate_series(1, ${total}) g,
             lateral (select substr(repeat(md5(g::text) || ' makes every screen follow the theme. ', 12), 1, 500) as body) b`,
     `insert into beta_testers (id, beta_program_id, email, token, source, status, invited_at)
@@ -112,8 +114,11 @@ export async function countSeed(exec: Exec): Promise<SeedCounts> {
   return row as unknown as SeedCounts
 }
 
-/** Testers that earlier runs enrolled (the API's and pgbench's), so every run starts alike. */
-export const removeEnrolled = `delete from beta_testers where beta_program_id = ${lit(PROGRAM_ID)} and email not like '${SEED_EMAIL_PREFIX}%'`
+/** What earlier runs wrote: the testers they enrolled (the API's and pgbench's) and their events, so every run starts alike. */
+export const removeEnrolled = [
+  `delete from beta_testers where beta_program_id = ${lit(PROGRAM_ID)} and email not like '${SEED_EMAIL_PREFIX}%'`,
+  'truncate webhook_deliveries, events',
+]
 
 /** Every table of the schema, so that a new table can never be left holding rows that reference a truncated one. */
 export const truncateAll = `truncate ${(Object.values(schema) as unknown[])
@@ -129,7 +134,7 @@ const sameCounts = (a: SeedCounts, b: SeedCounts) => (Object.keys(b) as (keyof S
  * two bulk inserts run at once. Returns whether it seeded.
  */
 export async function ensureSeed(exec: Exec, scale: SeedScale, log: (line: string) => void, second?: Exec): Promise<boolean> {
-  await exec(removeEnrolled)
+  for (const statement of removeEnrolled) await exec(statement)
   const want = expectedCounts(scale)
   if (sameCounts(await countSeed(exec), want)) return false
   log(`seeding ${want.entries} changelog entries and ${want.testers} testers (${scale.benchRows} of each in the project under test)`)

@@ -182,7 +182,7 @@ export const changelog_entries = pgTable(
     /**
      * The `published_at` a `changelog_entry.published` event was written for: set, with the
      * event, by the write that makes the entry visible or by the sweep that finds a scheduled
-     * entry's time has come (src/webhooks/publication.ts); cleared by any write that makes it a
+     * entry's time has come (src/jobs/publication-sweep.ts); cleared by any write that makes it a
      * draft or schedules it later. So each publication fires once, and a moved or unpublished
      * scheduled entry fires at its new time or never.
      */

@@ -24,6 +24,11 @@ export function apiStatusesAllowedInto(to: ApiTesterStatus): TesterStatus[] {
   return [to, ...API_ALLOWED_FROM[to]]
 }
 
+/** The statuses from which the API moves a tester into `to`: a change, never `to` itself. */
+export function apiStatusesMovableInto(to: ApiTesterStatus): TesterStatus[] {
+  return [...API_ALLOWED_FROM[to]]
+}
+
 export function canApiTransition(from: TesterStatus, to: ApiTesterStatus): boolean {
   return apiStatusesAllowedInto(to).includes(from)
 }

@@ -37,7 +37,7 @@ export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, bo
   // The schema has checked the pattern: only lowercasing can have made the address too long.
   if (email === undefined) throw invalidField('body', '/email', `must be at most ${EMAIL_MAX_LENGTH} characters once trimmed and lowercased`)
   const pid = programId(params.program_id)
-  const result = await repos.testers.enroll(principal.projectId, pid, email)
+  const result = await repos.testers.enroll(principal.projectId, pid, email, (row) => testerRecord(row, config.publicBaseUrl))
   switch (result.outcome) {
     case 'created':
       return {
@@ -80,7 +80,13 @@ export const deleteBetaTester: Handler<'deleteBetaTester'> = async ({ params, he
 
 export const updateBetaTester: Handler<'updateBetaTester'> = async ({ params, body, headers, principal }, { repos, config }) => {
   const precondition = ifMatch(headers['if-match'])
-  const result = await repos.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status, precondition)
+  const result = await repos.transaction(async (tx) => {
+    const update = await tx.testers.setStatus(principal.projectId, programId(params.program_id), testerId(params.id), body.status, precondition)
+    if (update.outcome === 'updated' && update.changed) {
+      await tx.outbox.record(principal.projectId, update.row.status === 'revoked' ? 'beta_tester.revoked' : 'beta_tester.restored', testerRecord(update.row, config.publicBaseUrl))
+    }
+    return update
+  })
   switch (result.outcome) {
     case 'updated':
       return { status: 200, body: { data: testerRecord(result.row, config.publicBaseUrl) }, headers: { etag: result.row.etag } }

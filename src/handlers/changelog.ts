@@ -31,6 +31,9 @@ export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
   }
 }
 
+/** Fired, in the transaction of the write, when a write makes an entry visible (openapi.yaml, webhooks). */
+const PUBLISHED = 'changelog_entry.published'
+
 const requireEntryId = (id: string): string => {
   if (!isId('ch', id)) throw notFound('changelog entry')
   return id
@@ -81,14 +84,19 @@ export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ pr
   // Nothing exists yet to compare with, so this process's clock judges "in the future"; the
   // date written for "now" is still the database's.
   const published_at = publishedAtOrThrow(decidePublishing(body, undefined, new Date())) ?? null
-  const entry = await repos.changelog.create(principal.projectId, {
-    title: body.title,
-    body: body.body ?? '',
-    body_html: await markdown.render(body.body ?? ''),
-    labels,
-    version: body.version ?? null,
-    locale: canonicalLocale(body.locale ?? 'en'),
-    published_at,
+  const body_html = await markdown.render(body.body ?? '')
+  const entry = await repos.transaction(async (tx) => {
+    const created = await tx.changelog.create(principal.projectId, {
+      title: body.title,
+      body: body.body ?? '',
+      body_html,
+      labels,
+      version: body.version ?? null,
+      locale: canonicalLocale(body.locale ?? 'en'),
+      published_at,
+    })
+    if (created.published) await tx.outbox.record(principal.projectId, PUBLISHED, changelogRecord(created.entry))
+    return created.entry
   })
   return { status: 201, body: { data: changelogRecord(entry) }, headers: { location: location(entry.id) } }
 }
@@ -108,24 +116,28 @@ export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ pr
   const body_html = body.body === undefined ? undefined : await markdown.render(body.body)
 
   const precondition = ifMatch(headers['if-match'])
-  const result = await repos.changelog.update(principal.projectId, requireEntryId(params.id), locale, precondition, (current): EntryPatch => {
-    const published_at = publishedAtOrThrow(decidePublishing(body, current.entry, current.now))
-    const shared = {
-      ...(labels !== undefined ? { labels } : {}),
-      ...(body.version !== undefined ? { version: body.version } : {}),
-      ...(published_at !== undefined ? { published_at } : {}),
-    }
-    const content = {
-      ...(body.title !== undefined ? { title: body.title } : {}),
-      ...(body.body !== undefined ? { body: body.body, body_html: body_html! } : {}),
-    }
-    if (locale === undefined || sameLocale(locale, current.entry.locale)) return { entry: { ...shared, ...content } }
-    // A locale other than the base addresses a translation; naming one that does not exist yet
-    // creates it, and a translation has no title to fall back on.
-    if (!current.translation && content.title === undefined) {
-      throw invalidField('body', '/title', `is required to create the ${locale} translation`)
-    }
-    return { entry: shared, translation: { locale, ...content } }
+  const result = await repos.transaction(async (tx) => {
+    const update = await tx.changelog.update(principal.projectId, requireEntryId(params.id), locale, precondition, (current): EntryPatch => {
+      const published_at = publishedAtOrThrow(decidePublishing(body, current.entry, current.now))
+      const shared = {
+        ...(labels !== undefined ? { labels } : {}),
+        ...(body.version !== undefined ? { version: body.version } : {}),
+        ...(published_at !== undefined ? { published_at } : {}),
+      }
+      const content = {
+        ...(body.title !== undefined ? { title: body.title } : {}),
+        ...(body.body !== undefined ? { body: body.body, body_html: body_html! } : {}),
+      }
+      if (locale === undefined || sameLocale(locale, current.entry.locale)) return { entry: { ...shared, ...content } }
+      // A locale other than the base addresses a translation; naming one that does not exist yet
+      // creates it, and a translation has no title to fall back on.
+      if (!current.translation && content.title === undefined) {
+        throw invalidField('body', '/title', `is required to create the ${locale} translation`)
+      }
+      return { entry: shared, translation: { locale, ...content } }
+    })
+    if (update.outcome === 'updated' && update.published) await tx.outbox.record(principal.projectId, PUBLISHED, changelogRecord(update.published))
+    return update
   })
   if (result.outcome === 'not_found') throw notFound('changelog entry')
   if (result.outcome === 'precondition_failed') throw preconditionFailed()

@@ -20,6 +20,8 @@ import {
 } from '../portal/beta-pages.js'
 import type { AppContext, Handler } from '../http/types.js'
 import { joinPath, publicLink } from '../portal/links.js'
+import { testerRecord } from './beta-testers.js'
+import { feedbackRecord } from './feedback.js'
 
 const TOKEN = /^[A-Za-z0-9_-]{32}$/
 
@@ -50,7 +52,14 @@ export const answerBetaInvitation: Handler<'answerBetaInvitation'> = async ({ bo
   const found = await invitation(ctx, body.token)
   const refused = refusal(found)
   if (refused) return refused
-  const result = body.action === 'accept' ? await ctx.repos.portal.accept(body.token) : await ctx.repos.portal.decline(body.token)
+  const result = await ctx.repos.transaction(async (tx) => {
+    const answer = body.action === 'accept' ? await tx.portal.accept(body.token) : await tx.portal.decline(body.token)
+    if (answer.outcome === 'done' && answer.changed) {
+      const { tester, program } = answer.invitation
+      await tx.outbox.record(program.project_id, body.action === 'accept' ? 'beta_tester.joined' : 'beta_tester.declined', testerRecord(tester, ctx.config.publicBaseUrl))
+    }
+    return answer
+  })
   if (result.outcome === 'done') return reply(200, joinPage({ ...result.invitation, now: new Date() }))
   if (result.outcome === 'gone') return reply(404, unknownTokenPage())
   // Revoked, or the program closed, since the page was read; or a joined tester declining.
@@ -78,7 +87,11 @@ export const submitBetaFeedback: Handler<'submitBetaFeedback'> = async ({ body }
       ? `Feedback can be at most ${FEEDBACK_MAX} characters; yours has ${[...text].length}.`
       : undefined
   if (problem) return reply(400, joinPage({ tester, program, now, feedbackError: { message: problem, text } }))
-  const saved = await ctx.repos.portal.addFeedback(body.token, text, rating)
+  const saved = await ctx.repos.transaction(async (tx) => {
+    const feedback = await tx.portal.addFeedback(body.token, text, rating)
+    if (feedback) await tx.outbox.record(feedback.project_id, 'beta_feedback.created', feedbackRecord(feedback))
+    return feedback
+  })
   if (saved) return reply(200, joinPage({ tester, program, now, thanks: true }))
   // The tester was revoked, the program closed or the deadline passed meanwhile.
   const current = await invitation(ctx, body.token)
@@ -106,7 +119,11 @@ export const submitBetaSignup: Handler<'submitBetaSignup'> = async ({ params, bo
   if (email === undefined) {
     return reply(400, signupPage(program, action, 'Enter a valid email address, such as name@example.com.', body.email))
   }
-  const result = await ctx.repos.portal.signup(program.project_id, program.id, email)
+  const result = await ctx.repos.transaction(async (tx) => {
+    const signup = await tx.portal.signup(program.project_id, program.id, email)
+    if (signup.outcome === 'created') await tx.outbox.record(program.project_id, 'beta_tester.enrolled', testerRecord(signup.tester, ctx.config.publicBaseUrl))
+    return signup
+  })
   if (result.outcome === 'not_open') return reply(404, signupNotFoundPage())
   if (result.outcome === 'existing') return reply(200, alreadySignedUpPage(program))
   // The tester's own link, absolute when the public address is configured (never from Host).

@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap'
 import { routes, type RouteSpec } from '../../generated/routes.js'
 import { makeRepos } from '../../src/db/repos/index.js'
+import { testerRecord } from '../../src/handlers/beta-testers.js'
 import { endpointRecord } from '../../src/handlers/webhooks.js'
 import { call, createProject, testApp, type CallResult, type TestProject } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
@@ -38,7 +39,7 @@ const COLLECTIONS: Record<string, Recipe> = {
   '/v1/beta/programs/{program_id}/feedback': {
     seed: async (tenant, ids, tag) => {
       const repos = makeRepos((await testDatabase()).db)
-      const tester = await repos.testers.enroll(tenant.project.id, ids.program_id!, `feedback-${tag}@example.com`)
+      const tester = await repos.testers.enroll(tenant.project.id, ids.program_id!, `feedback-${tag}@example.com`, (row) => testerRecord(row, undefined))
       if (tester.outcome !== 'created' && tester.outcome !== 'existing') throw new Error(`cannot enroll a tester: ${tester.outcome}`)
       const row = await repos.feedback.create({ projectId: tenant.project.id, programId: ids.program_id!, testerId: tester.row.id, body: `feedback ${tag}`, rating: 3 })
       return row.id

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type * as AppModule from '../../src/app.js'
 import { defaults } from '../../src/config.js'
-import { makeRepos } from '../../src/db/repos/index.js'
+import { makeRepos, type Repos } from '../../src/db/repos/index.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -100,9 +100,13 @@ t.test('PATCH of a translation against DELETE of it, holding one tag: exactly on
 t.test('a conditional PATCH costs one unit of the budget and one key lookup, and replays no read', async (t) => {
   // Every repository call the app makes, with whether it was scoped by the API key (a key-scoped
   // read looks the key up in its own statement).
+  // A write that records an event runs in repos.transaction: the repositories it hands the
+  // handler are counted too.
   const calls: string[] = []
-  const counting: typeof makeRepos = (db) => {
-    const repos = makeRepos(db)
+  const counted = new WeakSet<Repos>()
+  const count = (repos: Repos): Repos => {
+    if (counted.has(repos)) return repos
+    counted.add(repos)
     for (const [name, repo] of Object.entries(repos)) {
       for (const [method, fn] of Object.entries(repo)) {
         if (typeof fn !== 'function') continue
@@ -113,8 +117,11 @@ t.test('a conditional PATCH costs one unit of the budget and one key lookup, and
         }
       }
     }
+    const transaction = repos.transaction
+    repos.transaction = (work) => transaction((tx) => work(count(tx)))
     return repos
   }
+  const counting: typeof makeRepos = (db) => count(makeRepos(db))
   const { buildApp } = await t.mockImport<typeof AppModule>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: counting } })
   const app = await buildApp({ ...defaults, logLevel: 'silent', authFailuresPerMinute: 1_000_000 }, await testDatabase())
   t.teardown(() => app.close())

@@ -1,4 +1,4 @@
-import { and, eq, getTableColumns, gt, isNull, lte, sql, type SQL } from 'drizzle-orm'
+import { and, eq, getTableColumns, gt, inArray, isNull, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { localeKey } from '../../domain/locale.js'
 import type { PublishedAt, PublishingState } from '../../domain/publishing.js'
@@ -9,6 +9,7 @@ import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, ty
 import { preparedOnce } from './prepare-once.js'
 import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type ProjectIdInput, type ProjectScope, type ScopeShape } from './scope.js'
 import { changelog_entries, changelog_translations, projects } from '../schema.js'
+import { newTransaction, type Transact } from './transact.js'
 
 export type EntryRow = typeof changelog_entries.$inferSelect
 export type TranslationRow = typeof changelog_translations.$inferSelect
@@ -25,7 +26,21 @@ export type EntryView = Pick<EntryRow, 'id' | 'title' | 'body' | 'labels' | 'pub
 /** An entry as one is read or written alone, with the ETag of that view (etag.ts). */
 export type TaggedEntry = EntryView & { etag: string }
 
-export type EntryUpdate = { outcome: 'updated'; entry: TaggedEntry } | { outcome: 'not_found' } | { outcome: 'precondition_failed' }
+/**
+ * `published`: the entry in its base locale when this write announced its publication (it left
+ * the entry visible, and no event had announced it yet): its `changelog_entry.published` event is
+ * the caller's to record, in the same transaction.
+ */
+export type EntryUpdate = { outcome: 'updated'; entry: TaggedEntry; published?: EntryView } | { outcome: 'not_found' } | { outcome: 'precondition_failed' }
+
+/** A new entry; `published` as in EntryUpdate: the entry was visible at once. */
+export interface EntryCreation {
+  entry: EntryView
+  published: boolean
+}
+
+/** An entry whose scheduled time came, announced by the sweep: its project, and the entry in its base locale. */
+export type DueEntry = EntryView & { project_id: string }
 export type EntryDeletion = 'deleted' | 'not_found' | 'precondition_failed'
 
 /** Which entries GET /v1/changelog lists (contract §8): `published` is what a visitor sees. */
@@ -157,6 +172,18 @@ const dbNow = sql`date_trunc('milliseconds', now())`
 const nextUpdatedAt = sql`greatest(${dbNow}, ${changelog_entries.updated_at} + interval '1 millisecond')`
 const publishedAtValue = (value: PublishedAt): Date | null | SQL => (value === 'now' ? dbNow : value)
 
+/**
+ * announced_at as a write leaves it (see schema.ts) when `publishedAt` is the entry's date after
+ * the write: the publication already announced while the entry stays visible, this one when the
+ * write makes it visible (its event then goes with the write), none while it is a draft or
+ * scheduled, so that its next publication fires again.
+ */
+const announcedAtAfter = (publishedAt: SQL | AnyColumn) =>
+  sql`case when ${publishedAt} <= now() then coalesce(${changelog_entries.announced_at}, ${publishedAt}) end`
+/** A date to write as published_at, as SQL for announcedAtAfter. */
+const publishedAtSql = (value: PublishedAt): SQL =>
+  value === 'now' ? dbNow : value === null ? sql`null::timestamptz` : sql`${sql.param(value, changelog_entries.published_at)}::timestamptz`
+
 const toView = (entry: EntryRow & { status: PublishingState }, translation?: Pick<TranslationRow, 'title' | 'body' | 'locale'>): EntryView => ({
   id: entry.id,
   title: translation?.title ?? entry.title,
@@ -170,7 +197,8 @@ const toView = (entry: EntryRow & { status: PublishingState }, translation?: Pic
   status: entry.status,
 })
 
-export function changelogRepo(db: Database) {
+/** `transact`: how a write of several statements gets its transaction (transact.ts). */
+export function changelogRepo(db: Database, transact: Transact = newTransaction(db)) {
   const e = changelog_entries
   const t = changelog_translations
   const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(e.project_id, projectId), eq(e.id, id))
@@ -411,6 +439,11 @@ export function changelogRepo(db: Database) {
     portalEntriesQuery(p('projectId'), p('ids'), shape.locale === 'locale' ? p('localeKey') : undefined).prepare(name),
   )
 
+  /** Entries whose time has come and that no event announced, soonest first, locked unless another transaction holds them. */
+  const due = and(lte(e.published_at, sql`now()`), isNull(e.announced_at))
+  /** announceDue's claim: it reads changelog_entries_unannounced_idx, whose condition `due` implies (a test holds it to that). */
+  const dueClaim = (limit: number) => db.select({ id: e.id }).from(e).where(due).orderBy(e.published_at).limit(limit).for('update', { skipLocked: true })
+
   return {
     /** The portal's state query with values, for EXPLAIN. */
     portalStateQuery: (projectId: string, options: PortalOptions) =>
@@ -498,7 +531,27 @@ export function changelogRepo(db: Database) {
       return row
     },
 
-    async create(projectId: string, input: NewEntry): Promise<EntryView> {
+    /**
+     * Announces up to `limit` entries whose time has come (visible, never announced: scheduled
+     * entries whose published_at passed), soonest first: sets their announced_at and returns
+     * them, for their events to be recorded in the same transaction. Rows another transaction
+     * holds (another instance's sweep, a write of the entry) are skipped, not waited for; the
+     * UPDATE checks the condition again on the row it locks, so an entry is announced once per
+     * publication, however many sweeps run at once.
+     */
+    async announceDue(limit: number): Promise<DueEntry[]> {
+      const rows = await db
+        .update(e)
+        .set({ announced_at: sql`${e.published_at}` })
+        .where(and(due, inArray(e.id, dueClaim(limit))))
+        .returning(rowWithStatus)
+      return rows.map((row) => ({ ...toView(row), project_id: row.project_id }))
+    },
+    /** announceDue's claim, for EXPLAIN. */
+    dueClaim,
+
+    /** Writes the entry; when it is visible at once, its publication is announced with it (EntryCreation). */
+    async create(projectId: string, input: NewEntry): Promise<EntryCreation> {
       const [row] = await db
         .insert(e)
         .values({
@@ -506,11 +559,13 @@ export function changelogRepo(db: Database) {
           project_id: projectId,
           ...input,
           published_at: publishedAtValue(input.published_at),
+          // An insert has no announced_at to keep: the expression reads as `case when ... then published_at end`.
+          announced_at: sql`case when ${publishedAtSql(input.published_at)} <= now() then ${publishedAtSql(input.published_at)} end`,
           created_at: dbNow,
           updated_at: dbNow,
         })
         .returning(rowWithStatus)
-      return toView(row!)
+      return { entry: toView(row!), published: row!.announced_at !== null }
     },
 
     /**
@@ -523,7 +578,7 @@ export function changelogRepo(db: Database) {
      */
     update(projectId: string, id: string, locale: string | undefined, precondition: Precondition | undefined, decide: (current: CurrentEntry) => EntryPatch): Promise<EntryUpdate> {
       const key = locale === undefined ? undefined : localeKey(locale)
-      return db.transaction(async (tx): Promise<EntryUpdate> => {
+      return transact(async (tx): Promise<EntryUpdate> => {
         const [current] = await tx
           .select({ entry: e, status, now: sql`now()`.mapWith(e.updated_at), etag: baseTag })
           .from(e)
@@ -574,12 +629,17 @@ export function changelogRepo(db: Database) {
           .set({
             ...fields,
             ...(published_at !== undefined ? { published_at: publishedAtValue(published_at) } : {}),
+            announced_at: announcedAtAfter(published_at !== undefined ? publishedAtSql(published_at) : e.published_at),
             updated_at: nextUpdatedAt,
           })
           .where(scoped(projectId, id))
           .returning({ ...rowWithStatus, etag: entryTag(translation && key !== undefined ? sql`${key}::text` : sql`null::text`) })
         const { etag: writtenTag, ...row } = entry!
-        return { outcome: 'updated', entry: { ...toView(row, patch.translation ? translation : undefined), etag: writtenTag } }
+        return {
+          outcome: 'updated',
+          entry: { ...toView(row, patch.translation ? translation : undefined), etag: writtenTag },
+          ...(current.entry.announced_at === null && row.announced_at !== null ? { published: toView(row) } : {}),
+        }
       })
     },
 
@@ -602,7 +662,7 @@ export function changelogRepo(db: Database) {
      */
     deleteTranslation(projectId: string, id: string, locale: string, precondition?: Precondition): Promise<EntryDeletion> {
       const key = localeKey(locale)
-      return db.transaction(async (tx): Promise<EntryDeletion> => {
+      return transact(async (tx): Promise<EntryDeletion> => {
         const [locked] = await tx.select({ id: e.id }).from(e).where(scoped(projectId, id)).for('update')
         if (!locked) return 'not_found'
         if (precondition !== undefined) {

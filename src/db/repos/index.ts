@@ -8,6 +8,7 @@ import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
 import { testersRepo } from './testers.js'
 import { webhooksRepo } from './webhooks.js'
+import { newTransaction, type Transact } from './transact.js'
 
 /** What a transaction's repositories note for after its commit. */
 interface Transaction {
@@ -27,17 +28,20 @@ export function makeRepos(db: Database, publicBaseUrl?: string, hooks: RepoHooks
   return bind(db, publicBaseUrl, hooks, undefined)
 }
 
-function queries(db: Database, publicBaseUrl: string | undefined, inTransaction: Transaction | undefined) {
+function queries(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks, inTransaction: Transaction | undefined) {
+  const transact: Transact = inTransaction ? (work) => work(db) : newTransaction(db)
+  // A write that is one statement outside a transaction has committed when it returns.
+  const deliveriesDue = inTransaction ? () => (inTransaction.due = true) : () => hooks.deliveriesDue?.()
   return {
     projects: projectsRepo(db),
     programs: programsRepo(db),
-    testers: testersRepo(db, publicBaseUrl),
+    testers: testersRepo(db, publicBaseUrl, deliveriesDue),
     feedback: feedbackRepo(db),
-    portal: portalRepo(db),
-    changelog: changelogRepo(db),
+    portal: portalRepo(db, transact),
+    changelog: changelogRepo(db, transact),
     idempotency: idempotencyRepo(db),
-    outbox: outboxRepo(db, inTransaction && { due: () => (inTransaction.due = true) }),
-    webhooks: webhooksRepo(db, inTransaction && { due: () => (inTransaction.due = true) }),
+    outbox: outboxRepo(db, inTransaction && { due: deliveriesDue }),
+    webhooks: webhooksRepo(db, inTransaction && { due: deliveriesDue }),
   }
 }
 
@@ -52,7 +56,7 @@ export type Repos = ReturnType<typeof queries> & {
 
 function bind(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks, inTransaction: Transaction | undefined): Repos {
   const repos: Repos = {
-    ...queries(db, publicBaseUrl, inTransaction),
+    ...queries(db, publicBaseUrl, hooks, inTransaction),
     async transaction<T>(work: (tx: Repos) => Promise<T>): Promise<T> {
       if (inTransaction) return work(repos)
       const state: Transaction = { due: false }

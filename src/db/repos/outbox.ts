@@ -1,11 +1,15 @@
 // The write side of webhooks: an event and its deliveries, written in the transaction of the
 // change that causes them (the transactional outbox). A write the API acknowledged always has its
 // event, even if the process dies the next instant; one that fails or rolls back never does.
-import { sql } from 'drizzle-orm'
+import { inArray, lt, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { EVERY_TYPE, type EventType } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
+import { events } from '../schema.js'
+
+/** How long the event log keeps an event (api-contract §10): GET /v1/events shows this much, pruning deletes what is older. */
+export const EVENT_RETENTION = sql.raw(`interval '30 days'`)
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 /**
@@ -15,6 +19,56 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 const deliveryId = sql.raw(
   `(select 'wd_' || string_agg(substr('${ALPHABET}', 1 + floor(random() * 62)::int, 1), '') from generate_series(1, 21) where e.id is not null)`,
 )
+
+/**
+ * The deliveries of the events the CTE `event` inserted (its id, project_id, type and
+ * created_at): one pending delivery, due now, for each enabled endpoint of the event's project
+ * subscribed to its type.
+ */
+const deliveriesOfEvent = sql`
+  insert into webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
+  select ${deliveryId}, event.project_id, e.id, event.id, event.type, event.created_at, event.created_at
+  from event join webhook_endpoints e on e.project_id = event.project_id
+  where e.enabled and (${EVERY_TYPE} = any(e.events) or event.type = any(e.events))
+  returning 1`
+
+/**
+ * An event and its deliveries as CTEs (`event`, `delivery`) of the statement that makes the
+ * change, for a write that stays one statement (enrollment, the hot write): a statement is
+ * atomic, so the event commits or rolls back with the change as it would in a transaction, at
+ * no extra round trip. `source` selects the events' (id, project_id, type, data), typically one
+ * row per row the change wrote (none when it wrote none). Select `deliveries` in the statement
+ * for how many deliveries it made due.
+ */
+export function eventCtes(db: Database, source: SQL) {
+  const event = db.$with('event', { id: sql<string>`id` }).as(sql`insert into events (id, project_id, type, data) ${source} returning id, project_id, type, created_at`)
+  const delivery = db.$with('delivery', {}).as(deliveriesOfEvent)
+  return { ctes: [event, delivery], deliveries: sql<number>`(select count(*)::int from delivery)`.mapWith(Number) }
+}
+
+/**
+ * An event's `data` when the resource's record holds one timestamp that only the writing
+ * statement knows (a column it sets to now()): the resource's own mapper makes the record with a
+ * stand-in for that timestamp (timestampedData, the two parameters), and the statement puts the
+ * column's value in the stand-in's place, formatted as the mapper formats dates
+ * (Date#toISOString: UTC, milliseconds, `Z`). Nothing else of the record is made in SQL; a test
+ * holds the result to the resource's GET.
+ */
+export const timestampedDataSql = (column: SQLWrapper): SQL<string> =>
+  sql<string>`${sql.placeholder('dataBefore')}::text || '"' || to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"' || ${sql.placeholder('dataAfter')}::text`
+
+/** The parameters of timestampedDataSql: the record `record` makes, as JSON text on either side of its timestamp. */
+export function timestampedData(record: (at: Date) => unknown): { dataBefore: string; dataAfter: string } {
+  const json = JSON.stringify(record(STAND_IN))
+  // JSON.stringify escapes every quote inside a string, so the quoted stand-in can only be a
+  // whole value, the one it stood in for.
+  const at = json.indexOf(STAND_IN_JSON)
+  if (at < 0 || json.indexOf(STAND_IN_JSON, at + 1) >= 0) throw new Error('the record must hold the stand-in timestamp exactly once')
+  return { dataBefore: json.slice(0, at), dataAfter: json.slice(at + STAND_IN_JSON.length) }
+}
+/** A date no record holds (the year 0). */
+const STAND_IN = new Date('0000-01-01T00:00:00.000Z')
+const STAND_IN_JSON = JSON.stringify(STAND_IN.toISOString())
 
 export interface RecordedEvent {
   id: string
@@ -29,6 +83,16 @@ export interface RecordedEvent {
  * change's rollback or be lost after its commit.
  */
 export function outboxRepo(db: Database, inTransaction: { due(): void } | undefined) {
+  /** The oldest expired events, locked unless another transaction holds them: from events_created_idx (a test holds it to that). */
+  const expiredClaim = (limit: number) =>
+    db
+      .select({ id: events.id })
+      .from(events)
+      .where(lt(events.created_at, sql`now() - ${EVENT_RETENTION}`))
+      .orderBy(events.created_at)
+      .limit(limit)
+      .for('update', { skipLocked: true })
+
   return {
     /**
      * Writes the event (`data`: the resource's record as its GET returns it) and, in the same
@@ -42,13 +106,7 @@ export function outboxRepo(db: Database, inTransaction: { due(): void } | undefi
           with event as (
             insert into events (id, project_id, type, data) values (${id}, ${projectId}, ${type}, ${JSON.stringify(data)})
             returning id, project_id, type, created_at
-          ), delivery as (
-            insert into webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
-            select ${deliveryId}, event.project_id, e.id, event.id, event.type, event.created_at, event.created_at
-            from event join webhook_endpoints e on e.project_id = event.project_id
-            where e.enabled and (${EVERY_TYPE} = any(e.events) or event.type = any(e.events))
-            returning 1
-          )
+          ), delivery as (${deliveriesOfEvent})
           select count(*)::int as deliveries from delivery`),
       )
       const deliveries = row?.deliveries ?? 0
@@ -80,5 +138,17 @@ export function outboxRepo(db: Database, inTransaction: { due(): void } | undefi
       inTransaction.due()
       return { id, delivery }
     },
+
+    /**
+     * Deletes up to `limit` events older than EVENT_RETENTION, oldest first, and their
+     * deliveries (a cascading key), in one statement of its own; returns how many. Rows another
+     * transaction holds (another instance pruning) are skipped, not waited for.
+     */
+    async pruneExpired(limit: number): Promise<number> {
+      const rows = await db.delete(events).where(inArray(events.id, expiredClaim(limit))).returning({ id: events.id })
+      return rows.length
+    },
+    /** pruneExpired's claim, for EXPLAIN. */
+    expiredClaim,
   }
 }

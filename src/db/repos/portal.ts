@@ -3,13 +3,14 @@
 // write re-checks, in its own WHERE, the state the page was rendered from. Every query joins the
 // project and requires its beta feature: the operator's switch stops the portal on the very next
 // request, exactly as it stops /v1/beta (contract §11), with nothing cached.
-import { and, eq, inArray, sql } from 'drizzle-orm'
+import { and, eq, gt, inArray, isNull, or, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { newTesterToken } from '../../domain/secrets.js'
 import { ACCEPTABLE_FROM, DECLINABLE_FROM } from '../../domain/tester-status.js'
 import type { Database } from '../client.js'
-import { rowsOf } from '../results.js'
 import { beta_feedback, beta_programs, beta_testers, end_users, projects } from '../schema.js'
+import type { FeedbackRow } from './feedback.js'
+import { newTransaction, type Transact } from './transact.js'
 
 export type PortalTester = typeof beta_testers.$inferSelect
 export type PortalProgram = typeof beta_programs.$inferSelect
@@ -18,14 +19,19 @@ export interface Invitation {
   program: PortalProgram
 }
 
-export type Answer = { outcome: 'done'; invitation: Invitation } | { outcome: 'gone' } | { outcome: 'refused'; invitation: Invitation }
+/** `changed`: whether the answer moved the tester (an accept of a joined tester changes nothing). */
+export type Answer = { outcome: 'done'; invitation: Invitation; changed: boolean } | { outcome: 'gone' } | { outcome: 'refused'; invitation: Invitation }
 
 export type Signup = { outcome: 'created' | 'existing'; tester: PortalTester } | { outcome: 'not_open' }
 
 /** Joins a program's project only while its beta feature is on. */
 const betaOn = and(eq(projects.id, beta_programs.project_id), eq(projects.beta_enabled, true))
 
-export function portalRepo(db: Database) {
+/**
+ * `transact`: how a write of several statements gets its transaction (transact.ts), so that a
+ * caller in repos.transaction adds the write's event to it.
+ */
+export function portalRepo(db: Database, transact: Transact = newTransaction(db)) {
   async function byToken(token: string): Promise<Invitation | undefined> {
     const [row] = await db
       .select({ tester: beta_testers, program: beta_programs })
@@ -51,8 +57,7 @@ export function portalRepo(db: Database) {
 
   /** Moves the tester when its status and its program's still allow it; otherwise says why not. */
   async function answer(token: string, move: (tx: Database, invitation: Invitation) => Promise<PortalTester | undefined>): Promise<Answer> {
-    return db.transaction(async (trx) => {
-      const tx = trx as unknown as Database
+    return transact(async (tx) => {
       const [found] = await tx
         .select({ tester: beta_testers, program: beta_programs })
         .from(beta_testers)
@@ -62,7 +67,7 @@ export function portalRepo(db: Database) {
         .for('update', { of: beta_testers })
       if (!found) return { outcome: 'gone' }
       const moved = await move(tx, found)
-      return moved ? { outcome: 'done', invitation: { ...found, tester: moved } } : { outcome: 'refused', invitation: found }
+      return moved ? { outcome: 'done', invitation: { ...found, tester: moved }, changed: moved.status !== found.tester.status } : { outcome: 'refused', invitation: found }
     })
   }
 
@@ -97,20 +102,37 @@ export function portalRepo(db: Database) {
 
     /**
      * Writes feedback when the tester is joined, the program active and its deadline not
-     * passed, all checked by the database's clock in the INSERT itself.
+     * passed, all checked by the database's clock in the INSERT itself. Returns the feedback.
      */
-    async addFeedback(token: string, body: string, rating: number | null): Promise<{ id: string } | undefined> {
-      const id = newId('fb')
-      const rows = await db.execute(sql`
-        insert into ${beta_feedback} (id, project_id, beta_program_id, beta_tester_id, body, rating)
-        select ${id}, p.project_id, p.id, t.id, ${body}, ${rating}::integer
-        from ${beta_testers} t join ${beta_programs} p on p.id = t.beta_program_id
-          join ${projects} prj on prj.id = p.project_id and prj.beta_enabled
-        where t.token = ${token} and t.status = 'joined' and p.status = 'active'
-          and (p.feedback_deadline is null or p.feedback_deadline > now())
-        returning id`)
-      const list = rowsOf<{ id: string }>(rows)
-      return list[0]
+    async addFeedback(token: string, body: string, rating: number | null): Promise<FeedbackRow | undefined> {
+      const [row] = await db
+        .insert(beta_feedback)
+        .select(
+          db
+            .select({
+              // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
+              id: sql<string>`${newId('fb')}::text`,
+              project_id: beta_programs.project_id,
+              beta_program_id: beta_programs.id,
+              beta_tester_id: beta_testers.id,
+              body: sql<string>`${body}::text`,
+              rating: sql<number | null>`${rating}::integer`,
+              created_at: sql<Date>`now()`,
+            })
+            .from(beta_testers)
+            .innerJoin(beta_programs, eq(beta_programs.id, beta_testers.beta_program_id))
+            .innerJoin(projects, betaOn)
+            .where(
+              and(
+                eq(beta_testers.token, token),
+                eq(beta_testers.status, 'joined'),
+                eq(beta_programs.status, 'active'),
+                or(isNull(beta_programs.feedback_deadline), gt(beta_programs.feedback_deadline, sql`now()`)),
+              ),
+            ) as never,
+        )
+        .returning()
+      return row
     },
 
     /** The program behind a public signup page: active, open to public signup, of that project. */
@@ -129,8 +151,7 @@ export function portalRepo(db: Database) {
      * A new tester gets an end user of its own, never a shared one: the email is unverified (schema.ts).
      */
     signup(projectId: string, programId: string, email: string): Promise<Signup> {
-      return db.transaction(async (trx) => {
-        const tx = trx as unknown as Database
+      return transact(async (tx) => {
         const [program] = await tx
           .select({ id: beta_programs.id })
           .from(beta_programs)

@@ -1,13 +1,15 @@
 import { and, eq, exists, getTableColumns, inArray, ne, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
-import { apiStatusesAllowedInto, canApiTransition, type ApiTesterStatus } from '../../domain/tester-status.js'
+import { apiStatusesMovableInto, canApiTransition, type ApiTesterStatus } from '../../domain/tester-status.js'
 import { newTesterToken } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
+import { eventCtes, timestampedData, timestampedDataSql } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { projectIdOf, type ProjectScope } from './scope.js'
 import { beta_programs, beta_testers } from '../schema.js'
+import type { EventType } from '../../webhooks/event-types.js'
 
 export type TesterRow = typeof beta_testers.$inferSelect
 export type TesterStatus = TesterRow['status']
@@ -19,7 +21,8 @@ export type Enrollment =
   | { outcome: 'program_closed' }
 
 export type TesterUpdate =
-  | { outcome: 'updated'; row: TaggedTester }
+  /** `changed`: whether the status moved (setting the one it has changes nothing). */
+  | { outcome: 'updated'; row: TaggedTester; changed: boolean }
   | { outcome: 'not_found' }
   | { outcome: 'precondition_failed' }
   | { outcome: 'invalid_transition'; from: TesterStatus }
@@ -29,14 +32,19 @@ interface ListOptions extends PageOptions {
   status?: TesterStatus
 }
 
+/** What an enrolled tester starts as, besides its id, program, email, token and invited_at (now()). */
+const ENROLLED_TESTER = { source: 'invite', status: 'invited', end_user_id: null, joined_at: null } as const
+const ENROLLED: EventType = 'beta_tester.enrolled'
+
 // Each retry means the tester was deleted between our insert and our read: one more is plenty.
 const ENROLL_ATTEMPTS = 3
 
 /**
  * `publicBaseUrl`: the origin a tester record's `join_url` is built on (PUBLIC_BASE_URL); it is
- * part of the representation, so it is part of the tag.
+ * part of the representation, so it is part of the tag. `deliveriesDue`: what to call once an
+ * enrollment made webhook deliveries due (at once, or at the commit of the transaction it runs in).
  */
-export function testersRepo(db: Database, publicBaseUrl: string | undefined) {
+export function testersRepo(db: Database, publicBaseUrl: string | undefined, deliveriesDue: () => void) {
   const programOfProject = (scope: ProjectScope, programId: string) =>
     db
       .select({ id: beta_programs.id })
@@ -72,30 +80,42 @@ export function testersRepo(db: Database, publicBaseUrl: string | undefined) {
       .limit(options.limit)
       .offset(options.after ? 0 : options.offset)
 
-  // The insert of a new tester, built once (enrollment is the hot write): see enroll().
+  // The enrollment of a new tester, built once (enrollment is the hot write): see enroll().
   const p = sql.placeholder
-  const enrollInsert = db
-    .insert(beta_testers)
-    .select(
-      db
-        .select({
-          // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
-          id: sql<string>`${p('id')}::text`,
-          beta_program_id: beta_programs.id,
-          email: sql<string>`${p('email')}::text`,
-          token: sql<string>`${p('token')}::text`,
-          source: sql<'invite'>`'invite'`,
-          status: sql<'invited'>`'invited'`,
-          end_user_id: sql<null>`null::text`,
-          invited_at: sql<Date>`now()`,
-          joined_at: sql<null>`null::timestamptz`,
-        })
-        .from(beta_programs)
-        .where(and(eq(beta_programs.project_id, p('projectId')), eq(beta_programs.id, p('programId')), ne(beta_programs.status, 'closed')))
-        .for('share') as never,
-    )
-    .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
-    .returning()
+  const inserted = db.$with('tester').as(
+    db
+      .insert(beta_testers)
+      .select(
+        db
+          .select({
+            // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
+            id: sql<string>`${p('id')}::text`,
+            beta_program_id: beta_programs.id,
+            email: sql<string>`${p('email')}::text`,
+            token: sql<string>`${p('token')}::text`,
+            source: sql<'invite'>`${ENROLLED_TESTER.source}::text`,
+            status: sql<'invited'>`${ENROLLED_TESTER.status}::text`,
+            end_user_id: sql<null>`null::text`,
+            invited_at: sql<Date>`now()`,
+            joined_at: sql<null>`null::timestamptz`,
+          })
+          .from(beta_programs)
+          .where(and(eq(beta_programs.project_id, p('projectId')), eq(beta_programs.id, p('programId')), ne(beta_programs.status, 'closed')))
+          .for('share') as never,
+      )
+      .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
+      .returning(),
+  )
+  // Its event, in the same statement: written only when the insert wrote the tester.
+  const enrolled = eventCtes(
+    db,
+    sql`select ${p('eventId')}::text, ${p('projectId')}::text, ${ENROLLED}::text, ${timestampedDataSql(inserted.invited_at)} from ${inserted}`,
+  )
+  const { id, beta_program_id, email, token, source, status, end_user_id, invited_at, joined_at } = inserted
+  const enrollStatement = db
+    .with(inserted, ...enrolled.ctes)
+    .select({ id, beta_program_id, email, token, source, status, end_user_id, invited_at, joined_at, deliveries: enrolled.deliveries })
+    .from(inserted)
     .prepare('tester_enroll')
 
   return {
@@ -104,16 +124,24 @@ export function testersRepo(db: Database, publicBaseUrl: string | undefined) {
     /**
      * Enrolls `email` (already trimmed and lowercased) on the program, idempotently: the
      * unique index on (program, email) decides, never a read before the write. A new tester
-     * takes one statement: the insert selects the program row FOR SHARE, scoped to the project
-     * and not closed, so a program closing or vanishing at that moment either waits for the
-     * insert or keeps it from happening. Only when nothing was inserted does a second read tell
-     * an existing tester from a closed or missing program.
+     * takes one statement, its `beta_tester.enrolled` event included (`record`: the tester's
+     * record, as its GET makes it): the insert selects the program row FOR SHARE, scoped to the
+     * project and not closed, so a program closing or vanishing at that moment either waits for
+     * the insert or keeps it from happening, and the event is written from the row inserted, so
+     * an existing email makes none. Only when nothing was inserted does a second read tell an
+     * existing tester from a closed or missing program.
      */
-    async enroll(projectId: string, programId: string, email: string): Promise<Enrollment> {
+    async enroll(projectId: string, programId: string, email: string, record: (row: TesterRow) => unknown): Promise<Enrollment> {
       // A tester deleted between the conflict and the read makes the insert worth another try.
       for (let attempt = 0; attempt < ENROLL_ATTEMPTS; attempt++) {
-        const [created] = await enrollInsert.execute({ projectId, programId, email, id: newId('bt'), token: newTesterToken() })
-        if (created) return { outcome: 'created', row: created }
+        const fresh = { ...ENROLLED_TESTER, id: newId('bt'), beta_program_id: programId, email, token: newTesterToken() }
+        const data = timestampedData((invited_at) => record({ ...fresh, invited_at }))
+        const [created] = await enrollStatement.execute({ projectId, programId, email, id: fresh.id, token: fresh.token, eventId: newId('evt'), ...data })
+        if (created) {
+          const { deliveries, ...row } = created
+          if (deliveries > 0) deliveriesDue()
+          return { outcome: 'created', row }
+        }
 
         const [found] = await db
           .select({ status: beta_programs.status, tester: beta_testers })
@@ -141,10 +169,10 @@ export function testersRepo(db: Database, publicBaseUrl: string | undefined) {
     get: read,
 
     /**
-     * Moves the tester into `status` when the API may (the allowed statuses are in the
+     * Moves the tester into `status` when the API may (the statuses it may move from are in the
      * UPDATE's WHERE, and so is the tag under a precondition, so the checks and the change are
-     * one statement). A restore clears the answer the tester gave: they accept anew. Without a
-     * status, the tester as it is.
+     * one statement). A restore clears the answer the tester gave: they accept anew. Setting the
+     * status it has, or none, changes nothing and answers the tester as it is.
      */
     async setStatus(projectId: string, programId: string, id: string, status: ApiTesterStatus | undefined, precondition?: Precondition): Promise<TesterUpdate> {
       for (let attempt = 0; ; attempt++) {
@@ -152,14 +180,14 @@ export function testersRepo(db: Database, publicBaseUrl: string | undefined) {
           const [row] = await db
             .update(beta_testers)
             .set(status === 'invited' ? { status, joined_at: null, end_user_id: null } : { status })
-            .where(and(ofProgram(projectId, programId, id), inArray(beta_testers.status, apiStatusesAllowedInto(status)), tagMatches(tag, precondition)))
+            .where(and(ofProgram(projectId, programId, id), inArray(beta_testers.status, apiStatusesMovableInto(status)), tagMatches(tag, precondition)))
             .returning(tagged)
-          if (row) return { outcome: 'updated', row }
+          if (row) return { outcome: 'updated', row, changed: true }
         }
         const current = await read(projectId, programId, id)
         if (!current) return { outcome: 'not_found' }
         if (!tagSatisfies(current.etag, precondition)) return { outcome: 'precondition_failed' }
-        if (!status) return { outcome: 'updated', row: current }
+        if (!status || current.status === status) return { outcome: 'updated', row: current, changed: false }
         // The row changed between the two statements into one the move is allowed from (and
         // back to the tag the client holds): try again.
         if (attempt < 2 && canApiTransition(current.status, status)) continue

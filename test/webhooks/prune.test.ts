@@ -1,0 +1,82 @@
+// Pruning (src/jobs/event-pruning.ts): events older than 30 days go, their deliveries with
+// them, in bounded batches; recent ones stay. Old events are written straight to the table.
+import { inArray, sql } from 'drizzle-orm'
+import t, { type Test } from 'tap'
+import { makeRepos, type Repos } from '../../src/db/repos/index.js'
+import { events, webhook_deliveries } from '../../src/db/schema.js'
+import { newId } from '../../src/domain/ids.js'
+import { eventPruning } from '../../src/jobs/event-pruning.js'
+import { createProject } from '../helpers/app.js'
+import { explainPlan, indexScans, testDatabase } from '../helpers/db.js'
+import { logSink, subscribe } from '../helpers/events.js'
+
+/** An event `age` ago (an SQL interval) with a delivery to `endpointId`; returns its id. */
+async function eventAged(projectId: string, endpointId: string, age: string): Promise<string> {
+  const { db } = await testDatabase()
+  const id = newId('evt')
+  const at = sql`now() - ${sql.raw(`interval '${age}'`)}`
+  await db.insert(events).values({ id, project_id: projectId, type: 'beta_tester.enrolled', data: '{}', created_at: at })
+  await db.insert(webhook_deliveries).values({ id: newId('wd'), project_id: projectId, endpoint_id: endpointId, event_id: id, event_type: 'beta_tester.enrolled', next_attempt_at: at, created_at: at })
+  return id
+}
+
+async function remaining(ids: string[]) {
+  const { db } = await testDatabase()
+  const kept = await db.select({ id: events.id }).from(events).where(inArray(events.id, ids))
+  const deliveries = await db.select({ event_id: webhook_deliveries.event_id }).from(webhook_deliveries).where(inArray(webhook_deliveries.event_id, ids))
+  return { events: kept.map((row) => row.id).sort(), deliveries: deliveries.map((row) => row.event_id).sort() }
+}
+
+/** The repositories, with each pruning statement's size noted. */
+async function counted(t: Test): Promise<{ repos: Repos; statements: number[] }> {
+  const real = makeRepos((await testDatabase()).db)
+  const statements: number[] = []
+  const outbox = {
+    ...real.outbox,
+    async pruneExpired(limit: number) {
+      const deleted = await real.outbox.pruneExpired(limit)
+      t.ok(deleted <= limit, 'a statement deletes at most its batch')
+      statements.push(deleted)
+      return deleted
+    },
+  }
+  return { repos: { ...real, outbox }, statements }
+}
+
+t.test('events older than 30 days go with their deliveries, a bounded batch a statement; recent ones stay', async (t) => {
+  const project = await createProject()
+  const endpoint = await subscribe(project.id)
+  const old: string[] = []
+  for (const age of ['31 days', '40 days', '1 year', '30 days 1 hour', '90 days']) old.push(await eventAged(project.id, endpoint, age))
+  const recent: string[] = []
+  for (const age of ['29 days 23 hours', '1 day', '0 seconds']) recent.push(await eventAged(project.id, endpoint, age))
+
+  const { repos, statements } = await counted(t)
+  const deleted = await eventPruning({ repos, log: logSink().log, batch: 2 }).runOnce()
+  t.ok(deleted >= old.length, 'every expired event (other projects’ included)')
+  t.ok(statements.length >= 3, `in statements of 2 at most: ${statements.join(', ')}`)
+  t.ok(statements.at(-1)! < 2, 'until one finds less than a full batch')
+  t.same(await remaining([...old, ...recent]), { events: [...recent].sort(), deliveries: [...recent].sort() })
+
+  t.equal(await eventPruning({ repos, log: logSink().log }).runOnce(), 0, 'nothing left to prune')
+})
+
+t.test('instances pruning at once delete everything expired, once, without error', async (t) => {
+  const project = await createProject()
+  const endpoint = await subscribe(project.id)
+  const old: string[] = []
+  for (let i = 0; i < 40; i++) old.push(await eventAged(project.id, endpoint, `${31 + i} days`))
+  const kept = await eventAged(project.id, endpoint, '1 hour')
+  const { lines, log } = logSink()
+  const repos = makeRepos((await testDatabase()).db)
+  const counts = await Promise.all(Array.from({ length: 3 }, () => eventPruning({ repos, log, batch: 4 }).runOnce()))
+  t.ok(counts.reduce((a, b) => a + b, 0) >= old.length, `${counts.join(' + ')} deleted`)
+  t.same(await remaining([...old, kept]), { events: [kept], deliveries: [kept] })
+  t.same(lines, [])
+})
+
+t.test("pruning's claim reads the oldest events from events_created_idx", async (t) => {
+  const { db } = await testDatabase()
+  const scans = indexScans(await explainPlan(makeRepos(db).outbox.expiredClaim(500)))
+  t.ok(scans.some((scan) => scan.index === 'events_created_idx'), 'events_created_idx, not a scan of the whole log')
+})
