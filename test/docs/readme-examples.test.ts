@@ -10,7 +10,7 @@
 // - `curl` fails the run on any answer of 400 or above, so an example that stops working fails
 //   here instead of in a newcomer's terminal.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -38,9 +38,15 @@ function shellBlocks(readme: string): Block[] {
   return blocks
 }
 
-/** What a person does by hand, in the README's own words, done by the harness. */
-function adapt(code: string): string {
+/**
+ * What a person does by hand, in the README's own words, done by the harness. The Webhooks
+ * example's receiver listens on 4000; here on a free port (`receiverPort`), written into the
+ * text itself since the README quotes it where the shell expands nothing.
+ */
+function adapt(code: string, receiverPort: number): string {
   return code
+    .replaceAll('127.0.0.1:4000', `127.0.0.1:${receiverPort}`)
+    .replaceAll("listen(4000, '127.0.0.1')", `listen(${receiverPort}, '127.0.0.1')`)
     .replace(/^npm install && npm start$/m, 'readme_start_server')
     .replace(/^npm start &$/m, 'readme_restart_server')
     .replace(/^kill %1(\s.*)?$/m, 'readme_stop_server')
@@ -93,9 +99,13 @@ t.test('every README example runs as written, in order, against a fresh server',
 
   const work = mkdtempSync(join(tmpdir(), 'feedback-readme-'))
   t.teardown(() => rmSync(work, { recursive: true, force: true }))
+  // A person runs the examples in the project, where Node finds its packages (the Webhooks
+  // example's receiver imports standardwebhooks): so does the work directory.
+  symlinkSync(join(root, 'node_modules'), join(work, 'node_modules'))
+  const receiverPort = await freePort()
   const script = [
     PRELUDE,
-    ...blocks.filter((b) => !b.skip).map((b) => `echo '### README.md:${b.line}'\n${adapt(b.code)}`),
+    ...blocks.filter((b) => !b.skip).map((b) => `echo '### README.md:${b.line}'\n${adapt(b.code, receiverPort)}`),
   ].join('\n')
   writeFileSync(join(work, 'readme.sh'), script)
 
@@ -115,4 +125,6 @@ t.test('every README example runs as written, in order, against a fresh server',
   t.equal(run.status, 0, `the examples ran to the end (last block started: ${lastBlock})\n${run.stderr.slice(-3000)}`)
   t.match(run.stdout, /data-code="feedback_received"/, 'the tester portal answered the feedback post')
   t.match(run.stdout, /^http_requests_total\{/m, 'the metrics example scraped the server')
+  t.match(run.stdout, /^beta_tester\.enrolled bt_\w{21}$/m, "the Webhooks example's receiver verified the enrollment's delivery")
+  t.match(run.stdout, /^changelog_entry\.published ch_\w{21}$/m, "the Webhooks example's receiver verified the publication's delivery")
 })
