@@ -9,12 +9,19 @@ import type { JsonSchema } from '../../generated/routes.js'
 
 const isNull = (schema: unknown) => (schema as { type?: unknown } | null)?.type === 'null'
 
-/** `schema` with every `oneOf` of one scalar type and null written as a type list. */
+const isObject = (schema: unknown) => (schema as { type?: unknown } | null)?.type === 'object'
+
+/**
+ * `schema` with every `oneOf` of one scalar type and null written as a type list, and every
+ * `oneOf` of records (an event's `data`: a tester, feedback, an entry or an endpoint) left
+ * unconstrained, so that the value, made by its record's own mapper, is written as it is.
+ */
 export function serializerSchema(schema: JsonSchema): JsonSchema {
   const rewrite = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(rewrite)
     if (!node || typeof node !== 'object') return node
     const { oneOf, ...rest } = node as { oneOf?: unknown[] } & Record<string, unknown>
+    if (oneOf && oneOf.length > 1 && oneOf.every(isObject)) return rest
     if (oneOf?.length === 2 && oneOf.some(isNull)) {
       const other = oneOf.find((branch) => !isNull(branch)) as { type?: unknown }
       if (typeof other.type === 'string' && other.type !== 'object' && other.type !== 'array') return { ...rest, type: [other.type, 'null'] }

@@ -15,6 +15,8 @@ t.test('a oneOf of a scalar and null becomes a type list; other oneOfs stay', as
   t.same(serializerSchema(either), either, 'not a nullable: left to fast-json-stringify')
   const nullableObject = { oneOf: [{ type: 'object', properties: {} }, { type: 'null' }] }
   t.same(serializerSchema(nullableObject), nullableObject, 'an object or null keeps its properties')
+  const record = (name: string) => ({ type: 'object', required: [name], properties: { [name]: { type: 'string' } } })
+  t.same(serializerSchema({ description: 'A record', oneOf: [record('a'), record('b')] }), { description: 'A record' }, 'a union of records is written as the value is')
 })
 
 t.test("every response schema's nullable fields are written without AJV", async (t) => {
