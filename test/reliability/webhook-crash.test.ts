@@ -2,13 +2,14 @@
 // real entry point. A burst of acknowledged writes of every kind that records an event (the
 // API's enrollment, public signup, accept and decline on the join page, revoke and restore,
 // feedback on the portal, a test delivery, entries published now, by creation and by PATCH, and
-// one scheduled a few seconds ahead), a few failing ones (409, 400, 412), and SIGKILL the instant
-// the last answer arrives: no drain, deliveries in flight (the receiver holds its answers), and
-// the scheduled time passing while no server runs. A server started again on the database
-// delivers every acknowledged write's event, each body signed with the endpoint's secret and
-// valid against its webhook schema; the event log holds exactly one event per acknowledged write
-// and none for a failed one; and writes the kill cut off, whose outcome nobody was told, have an
-// event exactly when their change is there.
+// two scheduled for one moment a few seconds ahead), a few failing ones (409, 400, 412), and
+// SIGKILL the instant the last answer arrives: no drain, deliveries in flight (the receiver holds
+// its answers), enrollments under way, and the scheduled time passing while no server runs. A
+// server started again on the database delivers every acknowledged write's event, each body
+// signed with the endpoint's secret and valid against its webhook schema; the event log holds
+// exactly one event per acknowledged write, each resource's latest as its GET returns it, and
+// none for a failed one; a write the kill cut off has an event exactly when its change committed,
+// and sent again with its Idempotency-Key it is replayed or made now, one event either way.
 //
 // Nothing is timed: the kill follows an answer, the restart follows the database's clock passing
 // the scheduled time, every other wait is for a state, and the file's timeout bounds them all.
@@ -51,6 +52,14 @@ interface Expected {
   is: (event: LoggedEvent) => boolean
 }
 
+/** Where the resource of an event is read. */
+function resourcePath(e: LoggedEvent): string {
+  if (e.type.startsWith('beta_tester.')) return `/v1/beta/programs/${e.data.beta_program_id}/testers/${e.data.id}`
+  if (e.type === 'beta_feedback.created') return `/v1/beta/programs/${e.data.beta_program_id}/feedback/${e.data.id}`
+  if (e.type === 'changelog_entry.published') return `/v1/changelog/${e.data.id}`
+  return `/v1/webhook-endpoints/${e.data.id}`
+}
+
 t.test('SIGKILL right after acknowledged writes: after a restart each has exactly one event, delivered and verifiable; failed writes have none', async (t) => {
   const receiver = await startReceiver('hold')
   const offSpec: string[] = []
@@ -71,7 +80,7 @@ t.test('SIGKILL right after acknowledged writes: after a restart each has exactl
   // The burst: first what nothing depends on, all at once.
   const names = ['ada', 'bob', 'cleo', 'dan', 'eve'] as const
   const [enrolled, signedUp, published, draft, test] = await Promise.all([
-    Promise.all(names.map((name) => before.must(201, 'POST', testers, { body: { email: `${name}@example.com` } }))),
+    Promise.all(names.map((name) => before.must(201, 'POST', testers, { body: { email: `${name}@example.com` }, headers: { 'idempotency-key': `enroll-${name}` } }))),
     Promise.all(['sig', 'sue'].map((name) => before.must(201, 'POST', `/portal/${projectId}/beta/${open.slug}`, { form: { email: `${name}@example.com` } }))),
     Promise.all([1, 2, 3].map((i) => before.must(201, 'POST', '/v1/changelog', { body: { title: `Release ${i}`, body: 'Notes.', status: 'published' } }))),
     before.must(201, 'POST', '/v1/changelog', { body: { title: 'Draft', body: 'Later.' } }),
@@ -126,34 +135,40 @@ t.test('SIGKILL right after acknowledged writes: after a restart each has exactl
   await until(async () => receiver.open(), (open) => open >= DISPATCH_DEFAULTS.perEndpoint)
   // Enrollments one after another until the kill, so that some are under way when it comes: a
   // write cut off is one whose outcome nobody was told.
-  const racing: { email: string; answer: Promise<Answer> }[] = []
+  // Each with an Idempotency-Key, as a client that means to try again sends it.
+  const racing: { email: string; idempotencyKey: string; answer: Promise<Answer> }[] = []
   let killed = false
   const race = async (worker: number) => {
     for (let i = 0; !killed; i++) {
-      const email = `racer-${worker}-${i}@example.com`
-      const answer = before.call('POST', testers, { body: { email } })
-      racing.push({ email, answer })
+      const [email, idempotencyKey] = [`racer-${worker}-${i}@example.com`, `racer-${worker}-${i}`]
+      const answer = before.call('POST', testers, { body: { email }, headers: { 'idempotency-key': idempotencyKey } })
+      racing.push({ email, idempotencyKey, answer })
       await answer
     }
   }
   const racers = [0, 1, 2, 3].map(race)
-  // The last acknowledged write: an entry scheduled a few seconds ahead, a time that passes
-  // while no server runs.
-  const scheduled = (await before.must(201, 'POST', '/v1/changelog', { body: { title: 'Scheduled', body: 'Soon.', status: 'scheduled', published_at: new Date(Date.now() + 3000).toISOString() } })).json.data
+  // The last acknowledged writes: two entries scheduled for one moment a few seconds ahead, a
+  // time that passes while no server runs (announced by one sweep, their events written together).
+  const dueAt = new Date(Date.now() + 3000).toISOString()
+  const scheduled = (
+    await Promise.all(['Scheduled', 'Scheduled too'].map((title) => before.must(201, 'POST', '/v1/changelog', { body: { title, body: 'Soon.', status: 'scheduled', published_at: dueAt } })))
+  ).map((answer) => answer.json.data as { id: string; published_at: string })
   const killedAt = performance.now()
   first.child.kill('SIGKILL')
   killed = true
   const held = receiver.open()
   await Promise.all([first.exited, ...racers])
-  expected.push({ write: 'the scheduled entry, its time come', type: 'changelog_entry.published', is: (e) => e.type === 'changelog_entry.published' && e.data.id === scheduled.id && e.data.published_at === scheduled.published_at })
+  for (const [i, entry] of scheduled.entries()) {
+    expected.push({ write: `scheduled entry ${i + 1}, its time come`, type: 'changelog_entry.published', is: (e) => e.type === 'changelog_entry.published' && e.data.id === entry.id && e.data.published_at === dueAt })
+  }
 
-  const uncertain: string[] = []
-  for (const { email, answer } of racing) {
-    const outcome = await answer
+  const uncertain: typeof racing = []
+  for (const racer of racing) {
+    const outcome = await racer.answer
     if (outcome.kind === 'complete') {
-      if (outcome.status !== 201) t.fail(`${email}: answered ${outcome.status}, not 201`)
-      sameRecord(`POST ${email}'s enrollment (answered before the kill)`, 'beta_tester.enrolled', outcome)
-    } else uncertain.push(email)
+      if (outcome.status !== 201) t.fail(`${racer.email}: answered ${outcome.status}, not 201`)
+      sameRecord(`POST ${racer.email}'s enrollment (answered before the kill)`, 'beta_tester.enrolled', outcome)
+    } else uncertain.push(racer)
   }
   t.comment(`${held} requests held at the kill; ${racing.length - uncertain.length} racing enrollments answered before it, ${uncertain.length} cut off`)
 
@@ -161,21 +176,39 @@ t.test('SIGKILL right after acknowledged writes: after a restart each has exactl
   t.teardown(() => database.close())
   // What the dead instance was attempting: the deliveries its claims hold until their lease runs out.
   const claimed = new Set(rowsOf<{ event_id: string }>(await database.db.execute(sql`select event_id from webhook_deliveries where claimed_until is not null`)).map((r) => r.event_id))
-  const [announced] = rowsOf<{ announced: boolean }>(await database.db.execute(sql`select announced_at is not null as announced from changelog_entries where id = ${scheduled.id}`))
-  if (announced!.announced) t.comment('the scheduled entry was announced before the kill (a machine slower than its 3 s lead)')
-  else t.pass('the scheduled entry was not announced when the server died')
-  // Its time comes while no server runs: by the database's clock, the one the sweep reads.
-  await until(async () => rowsOf<{ due: boolean }>(await database.db.execute(sql`select now() > ${scheduled.published_at}::timestamptz as due`))[0]!.due, (due) => due)
+  const announced = rowsOf<{ id: string }>(await database.db.execute(sql`select id from changelog_entries where announced_at is not null and id in (${scheduled[0]!.id}, ${scheduled[1]!.id})`))
+  if (announced.length > 0) t.comment('the scheduled entries were announced before the kill (a machine slower than their 3 s lead)')
+  else t.pass('the scheduled entries were not announced when the server died')
+  // Their time comes while no server runs: by the database's clock, the one the sweep reads.
+  await until(async () => rowsOf<{ due: boolean }>(await database.db.execute(sql`select now() > ${dueAt}::timestamptz as due`))[0]!.due, (due) => due)
 
   receiver.answer({ status: 200 })
   receiver.release()
   const second = await webhookServer(t, url, 'crash-second')
   const after = client(second.base, key, offSpec)
 
-  // The log is complete once the sweep has announced the entry; then everything in it is delivered.
+  // The writes the kill cut off: an event exactly when the change committed, the tester as its GET shows it.
+  const present = new Map((await after.all(testers)).map((record) => [record.email as string, record]))
+  const enrollments = await after.all('/v1/events?type=beta_tester.enrolled')
+  for (const { email } of uncertain) {
+    const events = enrollments.filter((e) => e.data.email === email)
+    if (present.has(email)) t.same(events.map((e) => e.data), [present.get(email)], `${email}, cut off but committed: its one event`)
+    else t.same(events, [], `${email}, cut off and not committed: no event`)
+  }
+  // Their clients send them again with the same key: a committed one is replayed, the others are
+  // made now; one event each either way. A replay of an acknowledged write makes none.
+  for (const { email, idempotencyKey } of uncertain) {
+    const again = await after.must(201, 'POST', testers, { body: { email }, headers: { 'idempotency-key': idempotencyKey } })
+    t.equal(again.headers!['idempotency-replayed'] === 'true', present.has(email), `${email} sent again with its key: ${present.has(email) ? 'replayed' : 'made now'}`)
+    sameRecord(`POST ${email}'s enrollment, cut off by the kill and sent again with its key`, 'beta_tester.enrolled', again)
+  }
+  const adaAgain = await after.must(201, 'POST', testers, { body: { email: 'ada@example.com' }, headers: { 'idempotency-key': 'enroll-ada' } })
+  t.match(adaAgain, { headers: { 'idempotency-replayed': 'true' }, json: { data: ada } }, "ada's keyed enrollment, sent again after the restart: replayed")
+
+  // The log is complete once the sweep has announced the entries; then everything in it is delivered.
   const log: LoggedEvent[] = await until(
     () => after.all('/v1/events'),
-    (events) => events.some((e) => e.type === 'changelog_entry.published' && e.data.id === scheduled.id),
+    (events) => scheduled.every((entry) => events.some((e) => e.type === 'changelog_entry.published' && e.data.id === entry.id)),
   )
   await until(async () => deliveredIds(receiver.requests), (ids) => log.every((e) => ids.has(e.id)))
 
@@ -183,23 +216,23 @@ t.test('SIGKILL right after acknowledged writes: after a restart each has exactl
     const found = log.filter(want.is)
     t.equal(found.length, 1, `${want.write}: one ${want.type} event`)
   }
-  // The cut-off writes: an event exactly when the change is there, the tester as GET shows it.
-  const present = new Map((await after.all(testers)).map((record) => [record.email as string, record]))
-  for (const email of uncertain) {
-    const events = log.filter((e) => e.type === 'beta_tester.enrolled' && e.data.email === email)
-    if (present.has(email)) {
-      t.same(events.map((e) => e.data), [present.get(email)], `${email}, cut off but committed: its one event`)
-      expected.push({ write: `${email}'s enrollment (cut off, committed)`, type: 'beta_tester.enrolled', is: (e) => events.includes(e) })
-    } else t.same(events, [], `${email}, cut off and not committed: no event`)
-  }
   t.same(
     log.filter((e) => !expected.some((want) => want.is(e))).map((e) => `${e.type} ${JSON.stringify(e.data).slice(0, 120)}`),
     [],
-    'no event but those of acknowledged writes (and of committed cut-off ones)',
+    'no event but those of acknowledged writes',
   )
   t.same(log.filter((e) => ['late@example.com', 'not an email'].includes(e.data.email)), [], 'the 409 and 400 enrollments have none')
   t.same(log.filter((e) => e.type === 'beta_tester.restored' && e.data.id === eve!.id), [], 'the 412 restoration has none')
   t.same(log.filter((e) => e.data.title === 'Never scheduled' || e.data.body === '   '), [], 'the 400 entry and the empty feedback have none')
+  // Each resource's latest event holds its record as its GET returns it now: nothing changed it since.
+  const latest = new Map<string, LoggedEvent>()
+  for (const e of [...log].reverse()) latest.set(e.data.id, e)
+  const unlike: string[] = []
+  for (const e of latest.values()) {
+    const got = (await after.must(200, 'GET', resourcePath(e))).json.data
+    if (!isDeepStrictEqual(got, e.data)) unlike.push(`${e.type} ${e.id}: ${JSON.stringify(e.data)} but GET ${JSON.stringify(got)}`)
+  }
+  t.same(unlike, [], `the ${latest.size} resources' latest events hold the record their GET returns`)
 
   const requests = byWebhookId(receiver.requests)
   t.same([...requests.keys()].filter((id) => !log.some((e) => e.id === id)), [], 'the receiver got nothing that is not in the log')
