@@ -144,7 +144,8 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
     }
     const answer = () =>
       answerWith(res, received, behaviour.status, { 'content-type': 'text/plain', ...(behaviour.location ? { location: behaviour.location } : {}) }).end(`status ${behaviour.status}`)
-    if (behaviour.delayMs) setTimeout(answer, behaviour.delayMs)
+    // A delayed answer to a client that has gone meanwhile is none.
+    if (behaviour.delayMs) setTimeout(() => res.destroyed || answer(), behaviour.delayMs)
     else answer()
   }
 

@@ -21,7 +21,10 @@
 // (the statement's event CTE emptied, the event recorded 200 ms later in a transaction of its
 // own), the enrollments answered just before the kill have no event, and the cut-off ones that
 // committed have none either; with a 412 PATCH recording an event in its transaction anyway,
-// "the 412 restoration has none" and "no event but those of acknowledged writes" fail.
+// "the 412 restoration has none" and "no event but those of acknowledged writes" fail; with the
+// claim counting every unexpired claim against the endpoint's limit (as it did), the dead
+// instance's eight claims held all the endpoint's deliveries for their lease, and "the
+// deliveries the dead instance had not claimed went before" fails.
 import { isDeepStrictEqual } from 'node:util'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
