@@ -1943,7 +1943,9 @@ export interface components {
             status: components["schemas"]["WebhookDeliveryStatus"];
             /**
              * Format: int32
-             * @description Attempts made so far.
+             * @description Attempts made so far whose outcome is known. An attempt cut off by the shutdown or
+             *     the crash of the server making it has none: it is made again and not counted, so the
+             *     endpoint may have received one request more than this (de-duplicate on `webhook-id`).
              */
             attempts: number;
             /** @description When the latest attempt began; `null` before the first. */

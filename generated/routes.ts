@@ -3729,7 +3729,7 @@ export const routes: RouteSpec[] = [
                   "format": "int32",
                   "minimum": 0,
                   "maximum": 1000000,
-                  "description": "Attempts made so far."
+                  "description": "Attempts made so far whose outcome is known. An attempt cut off by the shutdown or\nthe crash of the server making it has none: it is made again and not counted, so the\nendpoint may have received one request more than this (de-duplicate on `webhook-id`).\n"
                 },
                 "last_attempt_at": {
                   "oneOf": [
@@ -3933,7 +3933,7 @@ export const routes: RouteSpec[] = [
                     "format": "int32",
                     "minimum": 0,
                     "maximum": 1000000,
-                    "description": "Attempts made so far."
+                    "description": "Attempts made so far whose outcome is known. An attempt cut off by the shutdown or\nthe crash of the server making it has none: it is made again and not counted, so the\nendpoint may have received one request more than this (de-duplicate on `webhook-id`).\n"
                   },
                   "last_attempt_at": {
                     "oneOf": [
@@ -4148,7 +4148,7 @@ export const routes: RouteSpec[] = [
                   "format": "int32",
                   "minimum": 0,
                   "maximum": 1000000,
-                  "description": "Attempts made so far."
+                  "description": "Attempts made so far whose outcome is known. An attempt cut off by the shutdown or\nthe crash of the server making it has none: it is made again and not counted, so the\nendpoint may have received one request more than this (de-duplicate on `webhook-id`).\n"
                 },
                 "last_attempt_at": {
                   "oneOf": [
@@ -4327,7 +4327,7 @@ export const routes: RouteSpec[] = [
                   "format": "int32",
                   "minimum": 0,
                   "maximum": 1000000,
-                  "description": "Attempts made so far."
+                  "description": "Attempts made so far whose outcome is known. An attempt cut off by the shutdown or\nthe crash of the server making it has none: it is made again and not counted, so the\nendpoint may have received one request more than this (de-duplicate on `webhook-id`).\n"
                 },
                 "last_attempt_at": {
                   "oneOf": [

@@ -19,7 +19,7 @@ import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../db/repos/dispatch.js'
 import { sqlState } from '../db/results.js'
-import { Sender, type AttemptKind, type AttemptResult, type Resolver, type Timers } from '../webhooks/send.js'
+import { DEFAULT_TIMEOUT_MS, Sender, type AttemptKind, type AttemptResult, type Resolver, type Timers } from '../webhooks/send.js'
 import { signatureHeaders, type SignatureHeaders } from '../webhooks/sign.js'
 
 export interface DispatchMetrics {
@@ -132,7 +132,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     if (room <= 0) return
     again = false
     claiming = repo
-      .claim({ limit: room, perEndpoint, leaseMs })
+      .claim({ limit: room, perEndpoint, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
       .then(
         (claimed) => {
           healthy()

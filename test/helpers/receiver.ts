@@ -21,6 +21,8 @@ export type Behaviour =
   | 'reset'
   /** Answers 200, but resets a kept-alive connection when a second request comes on it. */
   | 'reset-reused'
+  /** Decides for each request as it arrives (the requests before it are in `requests`). */
+  | ((request: Received) => Behaviour)
 
 export interface Received {
   method: string
@@ -31,8 +33,14 @@ export interface Received {
   at: number
   /** performance.now() when its exchange ended (answered, or the connection closed); undefined while open. */
   closed?: number
+  /** performance.now() just before its answer's status was written: no client can have read the answer earlier. */
+  answeredAt?: number
+  /** The status it was answered with; undefined while unanswered (or never answered). */
+  status?: number
   /** Which of the receiver's connections it came on (1, 2, ...). */
   connection: number
+  /** The client's port of that connection (which process made it: the tests of several instances). */
+  remotePort: number
 }
 
 export interface Receiver {
@@ -49,8 +57,8 @@ export interface Receiver {
   answer(behaviour: Behaviour): void
   /** Resolves once `count` requests have arrived. */
   received(count: number): Promise<Received[]>
-  /** Answers every held request 200. */
-  release(): void
+  /** Answers every held request 200, or those `which` picks. */
+  release(which?: (request: Received) => boolean): void
   close(): Promise<void>
 }
 
@@ -59,7 +67,7 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
   let current = behaviour
   const requests: Received[] = []
   const waiters: { count: number; resolve: () => void }[] = []
-  const held: ServerResponse[] = []
+  const held: { res: ServerResponse; received: Received }[] = []
   const sockets = new Set<Socket>()
   const connectionOf = new WeakMap<Socket, { number: number; served: number }>()
   let connections = 0
@@ -72,7 +80,15 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
     req.on('end', () => {
       const connection = connectionOf.get(req.socket)!
       connection.served++
-      const received: Received = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now(), connection: connection.number }
+      const received: Received = {
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: performance.now(),
+        connection: connection.number,
+        remotePort: req.socket.remotePort!,
+      }
       requests.push(received)
       for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
         waiters.splice(waiters.indexOf(waiter), 1)
@@ -83,14 +99,22 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
         open--
         received.closed = performance.now()
       })
-      respond(current, res, connection.served)
+      respond(current, res, received, connection.served)
     })
   })
 
-  function respond(behaviour: Behaviour, res: ServerResponse, served: number) {
+  /** Writes the answer's head, noting when and with what status. */
+  function answerWith(res: ServerResponse, received: Received, status: number, headers: Record<string, string>): ServerResponse {
+    received.answeredAt = performance.now()
+    received.status = status
+    return res.writeHead(status, headers)
+  }
+
+  function respond(behaviour: Behaviour, res: ServerResponse, received: Received, served: number): void {
+    if (typeof behaviour === 'function') return respond(behaviour(received), res, received, served)
     if (behaviour === 'hang') return
     if (behaviour === 'hold') {
-      held.push(res)
+      held.push({ res, received })
       return
     }
     if (behaviour === 'reset' || (behaviour === 'reset-reused' && served > 1)) {
@@ -98,17 +122,17 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
       return
     }
     if (behaviour === 'reset-reused') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')
+      answerWith(res, received, 200, { 'content-type': 'text/plain' }).end('ok')
       return
     }
     if (behaviour === 'slow') {
-      res.writeHead(200, { 'content-type': 'text/plain' })
+      answerWith(res, received, 200, { 'content-type': 'text/plain' })
       const timer = setInterval(() => res.write('.'), 50)
       res.on('close', () => clearInterval(timer))
       return
     }
     if (behaviour === 'huge') {
-      res.writeHead(200, { 'content-type': 'text/plain' })
+      answerWith(res, received, 200, { 'content-type': 'text/plain' })
       const chunk = Buffer.alloc(64 * 1024, 'x')
       const pump = () => {
         while (!res.destroyed && res.write(chunk)) hugeBytes += chunk.length
@@ -118,8 +142,10 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
       pump()
       return
     }
-    const answer = () => res.writeHead(behaviour.status, { 'content-type': 'text/plain', ...(behaviour.location ? { location: behaviour.location } : {}) }).end(`status ${behaviour.status}`)
-    if (behaviour.delayMs) setTimeout(answer, behaviour.delayMs)
+    const answer = () =>
+      answerWith(res, received, behaviour.status, { 'content-type': 'text/plain', ...(behaviour.location ? { location: behaviour.location } : {}) }).end(`status ${behaviour.status}`)
+    // A delayed answer to a client that has gone meanwhile is none.
+    if (behaviour.delayMs) setTimeout(() => res.destroyed || answer(), behaviour.delayMs)
     else answer()
   }
 
@@ -145,8 +171,12 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
       if (requests.length >= count) return Promise.resolve(requests.slice())
       return new Promise((resolve) => waiters.push({ count, resolve: () => resolve(requests.slice()) }))
     },
-    release() {
-      for (const res of held.splice(0)) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')
+    release(which = () => true) {
+      for (const h of held.filter((h) => which(h.received))) {
+        held.splice(held.indexOf(h), 1)
+        // One whose connection has gone (its sender died) has nothing to answer.
+        if (!h.res.destroyed) answerWith(h.res, h.received, 200, { 'content-type': 'text/plain' }).end('ok')
+      }
     },
     async close() {
       for (const socket of sockets) socket.destroy()

@@ -92,12 +92,12 @@ export async function endpointRow(id: string, db?: Database): Promise<EndpointRo
   return row!
 }
 
-/** Looks at `read()` every 10 ms until `done` holds, and returns what it read then. */
-export async function waitUntil<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+/** Looks at `read()` every `everyMs` until `done` holds, and returns what it read then. */
+export async function waitUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, everyMs = 10): Promise<T> {
   for (;;) {
     const value = await read()
     if (done(value)) return value
-    await sleep(10)
+    await sleep(everyMs)
   }
 }
 

@@ -16,12 +16,14 @@ import { createEndpoint, deliveryRow, endpointRow, recordEvent, webhookDatabase,
 const { db } = await webhookDatabase()
 const repo = dispatchRepo(db)
 const LEASE = 60_000
+/** An attempt's deadline: a claim older than this is no attempt in flight. */
+const ATTEMPT = 10_000
 
 const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select (extract(epoch from now()) * 1000)::float8 as ms`))[0]!.ms
 /** Claims, keeping these endpoints' deliveries and giving back the rest (earlier tests' deliveries that are still due). */
 async function claimFor(endpoints: EndpointRow[], perEndpoint = 100): Promise<ClaimedDelivery[]> {
   const ids = new Set(endpoints.map((e) => e.id))
-  const claimed = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE })
+  const claimed = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE, attemptMs: ATTEMPT })
   await repo.release(claimed.filter((c) => !ids.has(c.endpointId)))
   return claimed.filter((c) => ids.has(c.endpointId))
 }
@@ -127,6 +129,22 @@ t.test('per endpoint: at most perEndpoint in flight, counting the claims already
   const next = await claimFor([busy], 2)
   t.equal(next.length, 1, 'one more once one has ended')
   await repo.release([...claims, ...next])
+})
+
+t.test('per endpoint: a claim older than an attempt’s deadline (its instance died mid-attempt) keeps its delivery, but no longer fills a slot', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/orphaned')
+  for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const orphaned = await claimFor([endpoint], 2)
+  t.equal(orphaned.length, 2, 'both slots taken')
+  // The instance that claimed them died a moment after the attempts' deadline: their leases hold.
+  await db
+    .update(webhook_deliveries)
+    .set({ claimed_until: sql`now() + ${LEASE - ATTEMPT - 1}::int * interval '1 millisecond'` })
+    .where(sql`${webhook_deliveries.id} in (${sql.join(orphaned.map((c) => sql`${c.id}`), sql`, `)})`)
+  const next = await claimFor([endpoint], 2)
+  t.equal(next.length, 1, 'the endpoint’s third delivery is claimed: no attempt is in flight to it')
+  t.notOk(next.some((n) => orphaned.some((c) => c.id === n.id)), 'not one of those whose lease still holds')
+  await repo.release([...orphaned, ...next])
 })
 
 t.test('a disabled endpoint’s deliveries are not claimed, and are once it is enabled again', async (t) => {

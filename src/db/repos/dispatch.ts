@@ -35,6 +35,12 @@ export interface ClaimOptions {
   perEndpoint: number
   /** How long the claim holds: past it, another instance may claim the delivery (this one died). */
   leaseMs: number
+  /**
+   * The longest an attempt is under way (its deadline). A claim older than this keeps its
+   * delivery until its lease runs out, but no longer counts against the endpoint's limit: its
+   * attempt has ended, or its instance died during it, and the endpoint's other deliveries go on.
+   */
+  attemptMs: number
 }
 
 /** What came of one attempt. */
@@ -71,7 +77,7 @@ export function dispatchRepo(db: Database) {
     /**
      * Claims due deliveries, soonest due first: pending, due now, unclaimed (or their claim's
      * lease has run out), to an enabled endpoint that has fewer than `perEndpoint` attempts in
-     * flight, at most `perEndpoint` to any one endpoint. Rows that another instance is claiming
+     * flight (claims younger than `attemptMs`), at most `perEndpoint` to any one endpoint. Rows that another instance is claiming
      * or recording at this moment are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED:
      * the lock the claim's UPDATE takes anyway).
      *
@@ -88,8 +94,9 @@ export function dispatchRepo(db: Database) {
       const rows = rowsOf<Record<string, unknown>>(
         await db.execute(sql`
           with busy as (
+            -- Claimed less than attemptMs ago (claimed_until is the claim's time plus its lease).
             select endpoint_id, count(*)::int as n from webhook_deliveries
-            where claimed_until is not null and claimed_until > now()
+            where claimed_until is not null and claimed_until > now() + ${options.leaseMs - options.attemptMs}::int * interval '1 millisecond'
             group by endpoint_id
           ), due as (
             select d.id, d.endpoint_id, d.next_attempt_at, coalesce(b.n, 0) as busy
