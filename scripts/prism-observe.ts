@@ -145,6 +145,7 @@ async function main(): Promise<number> {
       api: new Observer(prism.url, exchanges),
       plain: new Observer(prismPlain.url, exchanges),
       adminToken: ADMIN_TOKEN,
+      config,
       app,
       plainApp,
       database,

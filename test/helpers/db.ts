@@ -112,6 +112,7 @@ export async function scheduledTimeArrives(entryId: string): Promise<string> {
  */
 export async function postgresTestUrl(): Promise<string> {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL
+  assertReliabilityTest()
   if (process.env.TEST_POSTGRES_URL) return process.env.TEST_POSTGRES_URL
   const url = 'postgres://postgres@127.0.0.1:5432/feedback_test'
   const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, connect_timeout: 5, onnotice: () => {} })
@@ -125,6 +126,18 @@ export async function postgresTestUrl(): Promise<string> {
     await admin.end({ timeout: 5 })
   }
   return url
+}
+
+/**
+ * The embedded pass of `npm test` (no DATABASE_URL) leaves test/reliability/ out and the
+ * PostgreSQL pass runs every file, so a test that needs PostgreSQL itself runs once only from
+ * there (.ci/run): asked for anywhere else, it fails here rather than run twice in CI.
+ */
+function assertReliabilityTest(): void {
+  const file = process.argv[1] ?? ''
+  if (file.startsWith(join(root, 'test/')) && !file.startsWith(join(root, 'test/reliability/'))) {
+    throw new Error(`${file.slice(root.length)} needs PostgreSQL itself: such a test belongs in test/reliability/, which runs once, in the PostgreSQL pass`)
+  }
 }
 
 /**

@@ -3,64 +3,17 @@
 // statement timeouts, pool gauges and process metrics; every label from a bounded set.
 import { randomBytes, randomInt } from 'node:crypto'
 import { sql } from 'drizzle-orm'
-import type { FastifyInstance } from 'fastify'
-import postgres from 'postgres'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
-import { postgresTestUrl, testDatabase } from '../helpers/db.js'
-
-interface Sample {
-  name: string
-  labels: Record<string, string>
-  value: number
-}
-
-interface Exposition {
-  samples: Sample[]
-  help: Map<string, string>
-  types: Map<string, string>
-}
-
-/** The text exposition format, as far as these tests read it. */
-function parse(text: string): Exposition {
-  const samples: Sample[] = []
-  const help = new Map<string, string>()
-  const types = new Map<string, string>()
-  for (const line of text.split('\n')) {
-    if (line === '') continue
-    const comment = /^# (HELP|TYPE) (\S+) (.*)$/.exec(line)
-    if (comment) {
-      ;(comment[1] === 'HELP' ? help : types).set(comment[2]!, comment[3]!)
-      continue
-    }
-    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
-    if (!sample) throw new Error(`not a sample line: ${line}`)
-    const labels: Record<string, string> = {}
-    for (const [, name, value] of (sample[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[name!] = value!
-    samples.push({ name: sample[1]!, labels, value: Number(sample[3]) })
-  }
-  return { samples, help, types }
-}
-
-/** The value of the one sample of `name` whose labels include `labels`; undefined when there is none. */
-function value(exposition: Exposition, name: string, labels: Record<string, string | number> = {}): number | undefined {
-  const found = exposition.samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === String(v)))
-  if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`)
-  return found[0]?.value
-}
+import { testDatabase } from '../helpers/db.js'
+import { parse, scrape, value, type Exposition } from '../helpers/metrics.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 const randomAddress = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(256)}`
 const someKey = () => `fbk_${randomBytes(30).toString('base64url')}`
-
-async function scrape(t: Test, app: FastifyInstance): Promise<Exposition> {
-  const res = await call(t, app, { url: '/metrics', headers: admin })
-  t.equal(res.status, 200, 'scraped')
-  return parse(res.raw)
-}
 
 t.test('/metrics: 404 without ADMIN_TOKEN, 401 with a wrong token, 200 Prometheus text with the right one', async (t) => {
   const off = await testApp({ adminToken: undefined })
@@ -184,32 +137,6 @@ t.test('a database that is gone: every 503 unavailable counted, and the metrics 
   const m = await scrape(t, app)
   t.equal(value(m, 'db_unavailable_total'), 2)
   t.equal(value(m, 'db_statement_timeouts_total'), 0, 'no statement ran long: the database was gone')
-})
-
-t.test('PostgreSQL: a statement cancelled by its timeout is counted, as a 503 among the others', async (t) => {
-  const url = await postgresTestUrl()
-  const database = await openDatabase({ databaseUrl: url, statementTimeoutMs: 1000, poolSize: 3 })
-  await database.migrate()
-  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN }, database)
-  const locker = postgres(url, { max: 1, onnotice: () => {} })
-  t.teardown(async () => {
-    await app.close()
-    await database.close()
-    await locker.end({ timeout: 5 })
-  })
-  const created = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name: 'Locked' } })
-  const projectId = created.json.data.id as string
-  // Another session holds the project's row: the update waits on it until statement_timeout
-  // cancels it, however fast the machine is.
-  await locker.begin(async (tx) => {
-    await tx`select 1 from projects where id = ${projectId} for update`
-    const res = await call(t, app, { method: 'PATCH', url: `/admin/v1/projects/${projectId}`, headers: admin, body: { name: 'Waited' } })
-    t.same([res.status, res.json.code], [503, 'unavailable'])
-  })
-  const m = await scrape(t, app)
-  t.equal(value(m, 'db_statement_timeouts_total'), 1)
-  t.equal(value(m, 'db_unavailable_total'), 1)
-  t.equal(value(m, 'db_pool_connections'), 3, 'DB_POOL_SIZE')
 })
 
 t.test('pool gauges are read at scrape time', async (t) => {

@@ -5,6 +5,7 @@ import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { beta_testers, changelog_entries, changelog_translations } from '../../src/db/schema.js'
 import { call } from '../helpers/app.js'
+import { HOOK_URL } from '../webhooks/helpers.js'
 import { pgApp, proProject } from './fixtures/pg.js'
 
 const { app, handle } = await pgApp(t, { label: 'concurrency', poolSize: 10 })
@@ -105,4 +106,20 @@ t.test('parallel writes of one new translation: exactly one row, whole from one 
   t.same([translated.json.data.title, translated.json.data.body], [row.title, row.body], 'reads serve that translation')
   const base = await call(t, app, { url: `/v1/changelog/${id}`, key })
   t.same([base.json.data.title, base.json.data.body, base.json.data.locale], ['Dark mode', 'Every screen.', 'en'], 'the base content is untouched')
+})
+
+t.test('12 parallel creates of a webhook endpoint at 9 of 10: exactly 10, never 11 or a 500', async (t) => {
+  for (let round = 0; round < 3; round++) {
+    const { key } = await proProject(db, `Webhook limit ${round}`)
+    for (let i = 0; i < 9; i++) t.equal((await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL } })).status, 201)
+    const racers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: `${HOOK_URL}/${i}` } })),
+    )
+    const statuses = racers.map((r) => r.status)
+    t.equal(statuses.filter((s) => s === 201).length, 1, `round ${round}: one 201`)
+    t.equal(statuses.filter((s) => s === 409).length, 11, `round ${round}: eleven 409`)
+    t.ok(racers.filter((r) => r.status === 409).every((r) => r.json.code === 'limit_exceeded'))
+    const list = await call(t, app, { url: '/v1/webhook-endpoints?limit=100', key })
+    t.equal(list.json.data.length, 10, `round ${round}: exactly 10 endpoints`)
+  }
 })

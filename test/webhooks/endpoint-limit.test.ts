@@ -1,9 +1,8 @@
-// At most 10 endpoints per project: the 11th is 409 limit_exceeded, and concurrent creates never
-// make an 11th (the project's row is locked while a create counts). The race needs real
-// concurrency, so its test runs on PostgreSQL whatever the other tests run on.
+// At most 10 endpoints per project: the 11th is 409 limit_exceeded. That concurrent creates never
+// make an 11th (the project's row is locked while a create counts) needs real concurrency: its
+// test is in test/reliability/concurrency.test.ts.
 import t from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { pgApp, proProject } from '../reliability/fixtures/pg.js'
 import { createEndpoint, HOOK_URL } from './helpers.js'
 
 t.test('the 11th endpoint is 409 limit_exceeded; deleting one makes room', async (t) => {
@@ -24,21 +23,4 @@ t.test('the 11th endpoint is 409 limit_exceeded; deleting one makes room', async
   t.equal((await call(t, app, { method: 'DELETE', url: `/v1/webhook-endpoints/${ids[3]}`, key })).status, 204)
   t.equal((await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL } })).status, 201, 'room again after a delete')
   t.equal((await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL } })).status, 409)
-})
-
-t.test('PostgreSQL: concurrent creates at 9 endpoints make exactly 10, never 11 or a 500', async (t) => {
-  const { app, handle } = await pgApp(t, { label: 'webhook-limit', poolSize: 10 })
-  for (let round = 0; round < 3; round++) {
-    const { key } = await proProject(handle.db, `Webhook limit ${round}`)
-    for (let i = 0; i < 9; i++) t.equal((await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL } })).status, 201)
-    const racers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: `${HOOK_URL}/${i}` } })),
-    )
-    const statuses = racers.map((r) => r.status)
-    t.equal(statuses.filter((s) => s === 201).length, 1, `round ${round}: one 201`)
-    t.equal(statuses.filter((s) => s === 409).length, 11, `round ${round}: eleven 409`)
-    t.ok(racers.filter((r) => r.status === 409).every((r) => r.json.code === 'limit_exceeded'))
-    const list = await call(t, app, { url: '/v1/webhook-endpoints?limit=100', key })
-    t.equal(list.json.data.length, 10, `round ${round}: exactly 10 endpoints`)
-  }
 })

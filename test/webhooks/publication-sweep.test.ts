@@ -1,15 +1,13 @@
 // The publication sweep (src/jobs/publication-sweep.ts): a scheduled entry fires
 // changelog_entry.published once its time has passed, if it is still scheduled for then; once per
-// publication, however many sweeps run at once. No test waits for a time to come: the entry's
+// publication, however many sweeps run at once (on PostgreSQL: test/reliability/publication-sweep.test.ts). No test waits for a time to come: the entry's
 // time is moved to now (scheduledTimeArrives) and the sweep is run by hand (runOnce).
-import { eq, inArray, sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { openDatabase } from '../../src/db/client.js'
 import { makeRepos, type Repos } from '../../src/db/repos/index.js'
-import { changelog_entries, events } from '../../src/db/schema.js'
 import { publicationSweep } from '../../src/jobs/publication-sweep.js'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { explainPlan, indexScans, postgresTestUrl, scheduledTimeArrives, testDatabase } from '../helpers/db.js'
+import { explainPlan, indexScans, scheduledTimeArrives, testDatabase } from '../helpers/db.js'
 import { logSink, projectEvents, sweepPublications } from '../helpers/events.js'
 
 const future = (ms = 3_600_000) => new Date(Date.now() + ms).toISOString()
@@ -91,47 +89,6 @@ t.test("the sweep's claim reads the index of unannounced entries", async (t) => 
   )
 })
 
-t.test('sweeps on several connections at once announce each publication once (PostgreSQL)', async (t) => {
-  // Always PostgreSQL: PGlite runs one statement at a time, so its sweeps can never overlap.
-  const database = await openDatabase({ databaseUrl: await postgresTestUrl(), poolSize: 8 })
-  t.teardown(() => database.close())
-  await database.migrate()
-  const repos: Repos = makeRepos(database.db)
-  const { project } = await repos.projects.create({ name: 'Sweeps', plan: 'pro', beta_enabled: false })
-  const { log, lines } = logSink()
-
-  for (let round = 0; round < 5; round++) {
-    const ids: string[] = []
-    for (let i = 0; i < 20; i++) {
-      const { entry } = await repos.changelog.create(project.id, {
-        title: `Round ${round} entry ${i}`,
-        body: '',
-        body_html: '',
-        labels: [],
-        version: null,
-        locale: 'en',
-        published_at: new Date(Date.now() + 3_600_000),
-      })
-      ids.push(entry.id)
-    }
-    await database.db
-      .update(changelog_entries)
-      .set({ published_at: sql`date_trunc('milliseconds', now())` })
-      .where(inArray(changelog_entries.id, ids))
-    const sweeps = Array.from({ length: 4 }, () => publicationSweep({ repos, log, batch: 3 }))
-    await Promise.all(sweeps.map((sweep) => sweep.runOnce()))
-    const fired = await database.db.select({ data: events.data }).from(events).where(eq(events.project_id, project.id))
-    const counts = new Map<string, number>()
-    for (const { data } of fired) counts.set(JSON.parse(data).id, (counts.get(JSON.parse(data).id) ?? 0) + 1)
-    t.same(
-      ids.filter((id) => counts.get(id) !== 1),
-      [],
-      `round ${round}: every entry announced exactly once`,
-    )
-  }
-  t.same(lines, [], 'and nothing went wrong')
-})
-
 t.test('a sweep that fails is logged once per outage and never throws from the timer', async (t) => {
   const real = makeRepos((await testDatabase()).db)
   let down = true
@@ -154,7 +111,7 @@ t.test('a sweep that fails is logged once per outage and never throws from the t
 })
 
 t.test('a sweep on a closed database fails quietly', async (t) => {
-  const database = await openDatabase({ databaseUrl: await postgresTestUrl(), poolSize: 1 })
+  const database = await openDatabase({})
   await database.close()
   const { log, lines } = logSink()
   const sweep = publicationSweep({ repos: makeRepos(database.db), log })
