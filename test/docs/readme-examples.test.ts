@@ -4,7 +4,7 @@
 //
 // The shell is the README's, with what a person would do by hand done here:
 // - `npm install && npm start` starts the built server (as `npm start` does) in the background;
-//   `npm start &` starts it again with the shell's environment, `kill %1` stops it;
+//   `npm start &` starts it again with the shell's environment, `kill %npm; wait %npm` stops it;
 // - `export KEY=fbk_...` and `export PROJECT=prj_...` get the key and project the first start
 //   printed, and the server listens on a free port instead of 3000;
 // - `curl` fails the run on any answer of 400 or above, so an example that stops working fails
@@ -49,7 +49,7 @@ function adapt(code: string, receiverPort: number): string {
     .replaceAll("listen(4000, '127.0.0.1')", `listen(${receiverPort}, '127.0.0.1')`)
     .replace(/^npm install && npm start$/m, 'readme_start_server')
     .replace(/^npm start &$/m, 'readme_restart_server')
-    .replace(/^kill %1(\s.*)?$/m, 'readme_stop_server')
+    .replace(/^kill %npm; wait %npm(\s.*)?$/m, 'readme_stop_server')
     .replace(/^export KEY=fbk_\.\.\.(\s.*)?$/m, 'export KEY=$README_KEY')
     .replace(/^export PROJECT=prj_\.\.\.(\s.*)?$/m, 'export PROJECT=$README_PROJECT')
     .replaceAll('http://127.0.0.1:3000', 'http://127.0.0.1:$README_PORT')
@@ -81,14 +81,15 @@ readme_restart_server() { readme_stop_server; readme_start_server; }
 npm() { command npm --prefix "$README_ROOT" "$@"; }
 trap readme_stop_server EXIT
 curl() {
-  local out status
-  out=$(command curl -w '\\n%{http_code}' "$@")
+  local out status code=0
+  out=$(command curl -w '\\n%{http_code}' "$@") || code=$?
   status=\${out##*$'\\n'}
   printf '%s\\n' "\${out%$'\\n'*}"
   if [ "$status" -ge 400 ]; then
     echo "README example failed: curl $(printf '%s ' "$@" | sed -E 's/Bearer [^ ]+/Bearer .../g')answered $status" >&2
     return 1
   fi
+  return $code
 }
 `
 
@@ -127,4 +128,6 @@ t.test('every README example runs as written, in order, against a fresh server',
   t.match(run.stdout, /^http_requests_total\{/m, 'the metrics example scraped the server')
   t.match(run.stdout, /^beta_tester\.enrolled bt_\w{21}$/m, "the Webhooks example's receiver verified the enrollment's delivery")
   t.match(run.stdout, /^changelog_entry\.published ch_\w{21}$/m, "the Webhooks example's receiver verified the publication's delivery")
+  t.match(run.stdout, /"attempts": 1\b/, "the Webhooks example's deliveries list ran")
+  t.notMatch(run.stdout, /"attempts": (?:[02-9]|\d{2,})\b/, 'each of its deliveries succeeded at the first attempt: the receiver listened before the writes')
 })
