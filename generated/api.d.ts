@@ -322,6 +322,11 @@ export interface paths {
          *     shown here and on rotation only, so store it now. A project has at most 10 endpoints;
          *     the 11th is `409 limit_exceeded` (delete one first).
          *
+         *     With an `Idempotency-Key`, the answer is kept for its replay without the secret (no copy
+         *     of a secret is kept outside the endpoint): a replay answers the record as created and
+         *     the endpoint's secret as it is at the replay, the one a rotation made since included; if
+         *     the endpoint has been deleted since, the replay is `404 not_found`.
+         *
          *     The URL is parsed as browsers parse it and must be an absolute `http` or `https` URL of
          *     at most 2048 characters without user info or a fragment. Unless the deployment allows
          *     private networks, a host written as a loopback, private, link-local or unique-local
@@ -397,6 +402,10 @@ export interface paths {
          *     secrets without missing a delivery; after that, only the new one. Rotating again within
          *     the 24 hours replaces the old secret by the one being rotated out. The record is
          *     unchanged (no field of it shows the secret), its `updated_at` and `ETag` included.
+         *
+         *     With an `Idempotency-Key`, the answer is kept for its replay without the secret: a
+         *     replay answers the endpoint's secret as it is at the replay (the one a later rotation
+         *     made, if any); if the endpoint has been deleted since, the replay is `404 not_found`.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -2440,7 +2449,8 @@ export interface components {
          *     and body, and nothing is written again. The same key with another body is
          *     `422 idempotency_key_reused`; a retry while the first request still runs is
          *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-         *     its retry runs again.
+         *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+         *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
          */
         IdempotencyKey: string;
         /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
@@ -2640,7 +2650,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -2891,7 +2902,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3280,7 +3292,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3528,7 +3541,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3559,6 +3573,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenPlan"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["EndpointLimitConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3714,7 +3729,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3769,7 +3785,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3928,7 +3945,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };

@@ -227,6 +227,12 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       return row
     },
 
+    /** The endpoint's signing secret as it is now (an Idempotency-Key replay answers it; nothing else reads it here). */
+    async secret(projectId: string, id: string): Promise<string | undefined> {
+      const [row] = await db.select({ secret: e.secret }).from(e).where(ofProject(projectId, id))
+      return row?.secret
+    },
+
     /**
      * The endpoint, locked against a change or a delete until the caller's transaction ends: what
      * it is told here (enabled, say) stays true while the caller writes for it.
