@@ -329,8 +329,9 @@ export interface paths {
          *
          *     The URL is parsed as browsers parse it and must be an absolute `http` or `https` URL of
          *     at most 2048 characters without user info or a fragment. Unless the deployment allows
-         *     private networks, a host written as a loopback, private, link-local or unique-local
-         *     address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `[::ffff:127.0.0.1]`, `169.254.169.254`), or
+         *     private networks, a host written as a loopback, private, link-local, unique-local or
+         *     other non-public address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `[::ffff:127.0.0.1]`,
+         *     `169.254.169.254`, `192.0.2.1`, `[2002:7f00:1::]`, the 6to4 form of `127.0.0.1`), or
          *     named `localhost` or a name under it (`api.localhost`), is `400`; any other name that
          *     resolves to such an address is accepted here and refused at every delivery attempt (the
          *     attempt fails with `last_error` saying so).
@@ -1873,7 +1874,7 @@ export interface components {
         WebhookEventSubscription: ("*" | "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored" | "beta_feedback.created" | "changelog_entry.published" | "webhook.test")[];
         /**
          * Format: uri
-         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost` or a name under it, is refused too.
+         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too.
          * @example https://hooks.example.com/feedback
          */
         WebhookUrl: string;

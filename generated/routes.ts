@@ -3030,7 +3030,7 @@ export const routes: RouteSpec[] = [
             "maxLength": 2048,
             "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?][^#]*)?$",
             "x-expected": "an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment, such as https://example.com/webhooks",
-            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost` or a name under it, is refused too."
+            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too."
           },
           "events": {
             "type": "array",
@@ -3330,7 +3330,7 @@ export const routes: RouteSpec[] = [
             "maxLength": 2048,
             "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?][^#]*)?$",
             "x-expected": "an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment, such as https://example.com/webhooks",
-            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost` or a name under it, is refused too."
+            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too."
           },
           "events": {
             "type": "array",

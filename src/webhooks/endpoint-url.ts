@@ -11,7 +11,7 @@ const isLocalhost = (hostname: string): boolean => /(^|\.)localhost\.?$/.test(ho
  * Why `value` may not be an endpoint's url, as the end of "must ..." in a 400; undefined when it
  * may. The URL rule of every link the service takes (domain/urls.ts), without a fragment; and,
  * unless the deployment allows private networks, a host that is neither a forbidden address
- * (loopback, private, link-local, unique-local, IPv4-mapped ones included) nor localhost.
+ * (webhooks/addresses.ts: any that is not public, IPv6 forms carrying one included) nor localhost.
  */
 export function endpointUrlRefusal(value: string, allowPrivateNetworks: boolean): string | undefined {
   const url = parseUrl(value, { fragment: false })
@@ -22,7 +22,7 @@ export function endpointUrlRefusal(value: string, allowPrivateNetworks: boolean)
   // The parser has already lowercased the host and written any IPv4 form (0x7f.1, 2130706433) out as a.b.c.d.
   const address = literalAddress(url.hostname)
   if (address ? isForbiddenAddress(address) : isLocalhost(url.hostname)) {
-    return `must not point to a loopback, private, link-local or unique-local address, or to localhost (the host is ${url.hostname}): deliveries never connect inside the service's network`
+    return `must not point to a loopback, private, link-local, unique-local or other non-public address, or to localhost (the host is ${url.hostname}): deliveries never connect inside the service's network`
   }
   return undefined
 }

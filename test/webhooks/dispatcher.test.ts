@@ -161,7 +161,7 @@ t.test('the SSRF guard on: loopback is never reached, by a literal address, a na
     if (name === 'hooks.example.com') return [{ address: '127.0.0.1', family: 4 }]
     if (name === 'mixed.example.com')
       return [
-        { address: '203.0.113.7', family: 4 },
+        { address: '8.8.8.8', family: 4 },
         { address: '127.0.0.1', family: 4 },
       ]
     return systemResolver(name)

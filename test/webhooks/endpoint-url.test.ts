@@ -40,6 +40,14 @@ const PRIVATE = [
   'http://[::ffff:169.254.169.254]/',
   'http://[fd00::1]/',
   'http://[fe80::1]/',
+  'https://192.0.2.10/',
+  'https://203.0.113.7/hook',
+  'http://255.255.255.255/',
+  'https://[2001:db8::1]/',
+  'http://[2002:7f00:1::]/',
+  'http://[64:ff9b::a9fe:a9fe]/latest/meta-data/',
+  'http://[64:ff9b:1::808:808]/',
+  'http://[fec0::1]/',
   'http://localhost/hook',
   'http://LOCALHOST:3000/hook',
   'http://localhost./hook',
@@ -53,6 +61,8 @@ const PUBLIC = [
   'http://hooks.example.com:8080/in?source=feedback&x=1',
   'https://93.184.216.34/hook',
   'https://[2606:4700::6810:85e5]/hook',
+  'https://[64:ff9b::5db8:d822]/hook',
+  'https://[2002:5db8:d822::1]/hook',
   'https://localhost.example.com/hook',
   'https://mylocalhost/hook',
   'https://hooks.example.com/@team/in',
@@ -78,11 +88,11 @@ t.test('a url with user info, a fragment, another scheme or no host is 400, on c
   t.equal((await call(t, app, { url: '/v1/webhook-endpoints', key })).json.data.length, 1, 'and no other was made')
 })
 
-t.test('a host written as a loopback, private, link-local or unique-local address, or localhost, is 400', async (t) => {
+t.test('a host written as a loopback, private, link-local, unique-local or other non-public address, or localhost, is 400', async (t) => {
   const app = await testApp()
   const { key } = await createProject()
   const endpoint = await createEndpoint(t, app, key)
-  for (const url of PRIVATE) await refuses(t, app, key, endpoint.url, url, /must not point to a loopback, private, link-local or unique-local address, or to localhost/)
+  for (const url of PRIVATE) await refuses(t, app, key, endpoint.url, url, /must not point to a loopback, private, link-local, unique-local or other non-public address, or to localhost/)
   t.same((await call(t, app, { url: endpoint.url, key })).json.data, endpoint.data, 'the endpoint is unchanged')
 })
 

@@ -183,7 +183,7 @@ t.test('the SSRF guard on', async (t) => {
   t.same(await guarded(async () => [{ address: '10.0.0.5', family: 4 }]).send(attemptTo('https://hooks.example.com/hook')), blocked('10.0.0.5'), 'or to a private address')
   t.same(
     await guarded(async () => [
-      { address: '203.0.113.7', family: 4 },
+      { address: '8.8.8.8', family: 4 },
       { address: '127.0.0.1', family: 4 },
     ]).send(attemptTo(`http://hooks.example.com:${receiver.port}/hook`)),
     blocked('127.0.0.1'),
@@ -192,7 +192,7 @@ t.test('the SSRF guard on', async (t) => {
   t.same(
     await guarded(async () => [
       { address: 'fd00::1', family: 6 },
-      { address: '203.0.113.7', family: 4 },
+      { address: '8.8.8.8', family: 4 },
     ]).send(attemptTo('https://hooks.example.com/hook')),
     blocked('fd00::1'),
     'whichever comes first',
