@@ -756,7 +756,7 @@ export interface paths {
          *       time: 1 connection, 1 slot, and the statements waiting for it.
          *     - `webhook_attempts_total` by `outcome`: the webhook delivery attempts this instance
          *       made, `succeeded` (a `2xx`), `http_error` (any other answer, `410` and redirects
-         *       included), `timeout` (no complete answer within 10 s), `network` (no connection, a
+         *       included), `timeout` (no status line within 10 s), `network` (no connection, a
          *       reset, TLS or DNS) or `blocked` (a private or loopback address, refused);
          *       `webhook_delivery_latency_seconds` (a histogram, 0.1 s to a day): from an event being
          *       written to its delivery succeeding, retries included.
@@ -5085,7 +5085,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5114,7 +5114,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5143,7 +5143,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5172,7 +5172,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5201,7 +5201,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5230,7 +5230,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5259,7 +5259,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5288,7 +5288,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -6,7 +6,8 @@
 // (connecting, sending, the answer's head and body), at most BODY_LIMIT bytes of the answer read
 // before its connection is closed, and nothing of the answer kept but its status. A receiver
 // that hangs, trickles, resets or streams without end costs one attempt, never a buffer, a
-// promise that never settles or an exception.
+// promise that never settles or an exception. The status line decides the outcome: what happens
+// to the body after it only ends the read.
 //
 // The SSRF guard (api-contract §10) checks the addresses the connection may actually use: the
 // lookup refuses a name if any address it resolves to is forbidden (so that no answer mixing a
@@ -62,7 +63,10 @@ export interface Attempt {
   url: string
   headers: Readonly<Record<string, string>>
   body: string
-  /** Aborting it ends the attempt at once, as `aborted`: a shutdown that could not wait. */
+  /**
+   * Aborting it ends the attempt at once, as `aborted`: a shutdown that could not wait. An
+   * attempt whose answer's status line had arrived ends as that status says instead.
+   */
   signal?: AbortSignal
 }
 
@@ -204,13 +208,16 @@ export class Sender {
       if (outcome.retryable && !expired && !attempt.signal?.aborted) {
         outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
       }
-      if (outcome.error instanceof Aborted) return 'aborted'
-      if (outcome.error !== undefined) {
-        const failure = describe(outcome.error, url.hostname, this.#timeoutMs)
-        return { kind: failure.kind, status: outcome.status, error: failure.error.slice(0, MAX_ERROR_LENGTH) }
+      // Once its status line has arrived, the receiver has answered: a 2xx is a success and
+      // anything else a failure with that status, whatever becomes of the body after it (it is
+      // read only so that the connection may serve again; it never changes the outcome).
+      if (outcome.status !== null) {
+        const error = describeStatus(outcome.status)
+        return { kind: error === null ? 'succeeded' : 'http_error', status: outcome.status, error }
       }
-      const error = describeStatus(outcome.status!)
-      return { kind: error === null ? 'succeeded' : 'http_error', status: outcome.status, error }
+      if (outcome.error instanceof Aborted) return 'aborted'
+      const failure = describe(outcome.error, url.hostname, this.#timeoutMs)
+      return { kind: failure.kind, status: null, error: failure.error.slice(0, MAX_ERROR_LENGTH) }
     } finally {
       this.#timers.clearTimeout(deadline)
       attempt.signal?.removeEventListener('abort', onAbort)
@@ -218,8 +225,8 @@ export class Sender {
   }
 
   /**
-   * One request and its answer, read to its end or to BODY_LIMIT. `error` is set when the
-   * exchange did not complete (with the status, when one had arrived); `retryable` when a
+   * One request and its answer, read to its end or to BODY_LIMIT. `status` once the answer's
+   * status line has arrived; otherwise `error` says why none did, and `retryable` is set when a
    * reused connection failed before any answer.
    */
   #exchange(

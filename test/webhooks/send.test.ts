@@ -2,13 +2,12 @@
 // every misbehaviour ends the attempt (the deadline is fired by the test, never waited for).
 // The SSRF guard on the address actually connected to: a literal address, a name, an injected
 // resolver's answer, a mixed answer, and the connection's own check.
-import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import http from 'node:http'
 import { createServer, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { BODY_LIMIT, guardConnections, Sender, systemResolver, type Attempt, type Resolver } from '../../src/webhooks/send.js'
 import { startReceiver } from '../helpers/receiver.js'
-import { manualTimers, waitUntil } from '../helpers/webhooks.js'
+import { headArrived, manualTimers, waitUntil } from '../helpers/webhooks.js'
 
 const attemptTo = (url: string): Attempt => ({
   url,
@@ -86,19 +85,49 @@ t.test('a receiver that never answers: the deadline ends the attempt', async (t)
   t.pass('and its connection was closed')
 })
 
-t.test('a receiver that answers 200 and then trickles its body: the deadline covers the body too', async (t) => {
+t.test('a receiver that answers 200 and then trickles its body: the status line decided, the deadline ends the read', async (t) => {
   const receiver = await startReceiver('slow')
   const { sender: s, timers } = sender(t, { timeoutMs: 2500 })
-  // Node announces each response whose head has arrived: the deadline fires once this one's has.
-  let headReceived!: () => void
-  const head = new Promise<void>((resolve) => (headReceived = resolve))
-  const onResponse = () => headReceived()
-  subscribe('http.client.response.finish', onResponse)
-  t.teardown(() => unsubscribe('http.client.response.finish', onResponse))
+  const head = headArrived(t)
   const result = s.send(attemptTo(receiver.url))
   await head
   timers.fire()
-  t.same(await result, { kind: 'timeout', status: 200, error: 'timed out after 2.5 s' })
+  t.same(await result, { kind: 'succeeded', status: 200, error: null })
+  await waitUntil(async () => receiver.open(), (open) => open === 0)
+  t.pass('and its connection was closed')
+})
+
+t.test('once the status line has arrived, what becomes of the body does not change the outcome', async (t) => {
+  const receiver = await startReceiver()
+  const { sender: s, timers } = sender(t)
+  const cases = [
+    { status: 200, end: 'reset', expected: { kind: 'succeeded', status: 200, error: null } },
+    { status: 202, end: 'deadline', expected: { kind: 'succeeded', status: 202, error: null } },
+    { status: 500, end: 'reset', expected: { kind: 'http_error', status: 500, error: 'answered 500' } },
+    { status: 503, end: 'deadline', expected: { kind: 'http_error', status: 503, error: 'answered 503' } },
+    { status: 410, end: 'reset', expected: { kind: 'http_error', status: 410, error: 'answered 410 Gone: the endpoint is disabled' } },
+  ] as const
+  for (const c of cases) {
+    receiver.answer({ head: c.status })
+    const head = headArrived(t)
+    const result = s.send(attemptTo(receiver.url))
+    await head
+    if (c.end === 'reset') receiver.resetOpen()
+    else timers.fire()
+    t.same(await result, c.expected, `${c.status}, then its body ${c.end === 'reset' ? 'reset' : 'never came'}`)
+  }
+  t.equal(timers.pending(), 0, 'no deadline left running')
+})
+
+t.test('a shutdown that cannot wait, once the status line has arrived: the answer decides', async (t) => {
+  const receiver = await startReceiver({ head: 200 })
+  const { sender: s } = sender(t)
+  const abort = new AbortController()
+  const head = headArrived(t)
+  const result = s.send({ ...attemptTo(receiver.url), signal: abort.signal })
+  await head
+  abort.abort()
+  t.same(await result, { kind: 'succeeded', status: 200, error: null }, 'a success, not given back to be sent again')
 })
 
 t.test('an endless body: read to the limit, then the connection is closed; the 2xx counts', async (t) => {
