@@ -1965,7 +1965,7 @@ export interface components {
             /**
              * @description Why the latest attempt failed, in words (`timed out after 10 s`, `connection
              *     refused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is
-             *     private`); `null` when it succeeded or before the first attempt. For people: may be
+             *     private`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be
              *     reworded.
              */
             last_error: string | null;

@@ -3770,7 +3770,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [
@@ -3974,7 +3974,7 @@ export const routes: RouteSpec[] = [
                         "type": "null"
                       }
                     ],
-                    "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                    "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                   },
                   "next_attempt_at": {
                     "oneOf": [
@@ -4189,7 +4189,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [
@@ -4368,7 +4368,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [

@@ -74,6 +74,9 @@ export function isForbiddenAddress(address: string): boolean {
   return blocked.check(bare, family === 4 ? 'ipv4' : 'ipv6')
 }
 
+/** `localhost` and every name below it resolve to loopback (RFC 6761), with or without the root's dot. */
+export const isLocalhostName = (hostname: string): boolean => /(^|\.)localhost\.?$/i.test(hostname)
+
 /** The IP address a URL's host is written as (`[::1]` unbracketed), or undefined for a name. */
 export function literalAddress(hostname: string): string | undefined {
   const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname

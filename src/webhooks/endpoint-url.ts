@@ -2,10 +2,7 @@
 // Only a host written as an address can be judged here; a name that resolves to a forbidden
 // address is refused at every delivery attempt, on the address actually connected to.
 import { parseUrl } from '../domain/urls.js'
-import { isForbiddenAddress, literalAddress } from './addresses.js'
-
-/** `localhost` and every name below it resolve to loopback (RFC 6761), with or without the root's dot. */
-const isLocalhost = (hostname: string): boolean => /(^|\.)localhost\.?$/.test(hostname)
+import { isForbiddenAddress, isLocalhostName, literalAddress } from './addresses.js'
 
 /**
  * Why `value` may not be an endpoint's url, as the end of "must ..." in a 400; undefined when it
@@ -21,7 +18,7 @@ export function endpointUrlRefusal(value: string, allowPrivateNetworks: boolean)
   if (allowPrivateNetworks) return undefined
   // The parser has already lowercased the host and written any IPv4 form (0x7f.1, 2130706433) out as a.b.c.d.
   const address = literalAddress(url.hostname)
-  if (address ? isForbiddenAddress(address) : isLocalhost(url.hostname)) {
+  if (address ? isForbiddenAddress(address) : isLocalhostName(url.hostname)) {
     return `must not point to a loopback, private, link-local, unique-local or other non-public address, or to localhost (the host is ${url.hostname}): deliveries never connect inside the service's network`
   }
   return undefined

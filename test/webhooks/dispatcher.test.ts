@@ -158,14 +158,14 @@ t.test('failing_since: set by the first failure, cleared by the next success', a
 
 t.test('the SSRF guard on: loopback is never reached, by a literal address, a name, or a resolver’s answer', async (t) => {
   const receiver = await startReceiver()
-  const resolve: Resolver = async (name) => {
+  const resolve: Resolver = async (name, signal) => {
     if (name === 'hooks.example.com') return [{ address: '127.0.0.1', family: 4 }]
     if (name === 'mixed.example.com')
       return [
         { address: '8.8.8.8', family: 4 },
         { address: '127.0.0.1', family: 4 },
       ]
-    return systemResolver(name)
+    return systemResolver(name, signal)
   }
   await startDispatcher(t, { allowPrivateNetworks: false, resolve })
   const cases = [
@@ -182,6 +182,22 @@ t.test('the SSRF guard on: loopback is never reached, by a literal address, a na
     t.match(row, { attempts: 1, last_response_status: null, last_error: c.error }, c.what)
   }
   t.equal(receiver.requests.length, 0, 'the receiver on 127.0.0.1 saw none of them')
+})
+
+t.test('a DNS lookup that never answers holds its slot no longer than the deadline; last_error names the host', async (t) => {
+  let stopped = 0
+  const never: Resolver = (_name, signal) => {
+    signal.addEventListener('abort', () => stopped++, { once: true })
+    return new Promise(() => {})
+  }
+  const dispatcher = await startDispatcher(t, { resolve: never, timeoutMs: 200, concurrency: 1 })
+  const { deliveryId } = await recordEvent(await createEndpoint('https://hangs.example.com/hook'), { deliveriesDue: () => dispatcher.wake() })
+  t.match(await deliveryReaches(deliveryId, 'pending', 1), { attempts: 1, last_response_status: null, last_error: 'the host name hangs.example.com did not resolve within 0.2 s' })
+  t.equal(stopped, 1, 'the lookup was told to stop')
+  const healthy = await startReceiver()
+  const next = await recordEvent(await createEndpoint(healthy.url), { deliveriesDue: () => dispatcher.wake() })
+  await deliveryReaches(next.deliveryId, 'succeeded')
+  t.pass('the one slot was free again for the next delivery')
 })
 
 t.test('a redirect is not followed: one failed attempt, and its target sees nothing', async (t) => {

@@ -3,9 +3,10 @@
 // The SSRF guard on the address actually connected to: a literal address, a name, an injected
 // resolver's answer, a mixed answer, and the connection's own check.
 import http from 'node:http'
+import { createSocket } from 'node:dgram'
 import { createServer, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { BODY_LIMIT, guardConnections, Sender, systemResolver, type Attempt, type Resolver } from '../../src/webhooks/send.js'
+import { BODY_LIMIT, dnsResolver, guardConnections, Sender, systemResolver, type Attempt, type Resolver } from '../../src/webhooks/send.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { headArrived, manualTimers, waitUntil } from '../helpers/webhooks.js'
 
@@ -181,6 +182,88 @@ t.test('a reset connection, a refused one, a name that does not resolve, an answ
   await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve))
   t.teardown(() => garbage.close())
   t.same(await s.send(attemptTo(`http://127.0.0.1:${(garbage.address() as AddressInfo).port}/`)), { kind: 'network', status: null, error: 'the answer was not valid HTTP' })
+})
+
+/** A resolver that never answers: it notes each name asked and whether it was told to stop. */
+function silentResolver() {
+  const asked: { hostname: string; stopped: boolean }[] = []
+  let notify = () => {}
+  const resolve: Resolver = (hostname, signal) => {
+    const lookup = { hostname, stopped: signal.aborted }
+    signal.addEventListener('abort', () => (lookup.stopped = true), { once: true })
+    asked.push(lookup)
+    notify()
+    return new Promise(() => {})
+  }
+  const lookedUp = () => new Promise<void>((resolve) => (asked.length > 0 ? resolve() : (notify = resolve)))
+  return { resolve, asked, lookedUp }
+}
+
+t.test('a lookup that never answers: the deadline ends the attempt, says so, and tells the lookup to stop', async (t) => {
+  const dns = silentResolver()
+  const { sender: s, timers } = sender(t, { resolve: dns.resolve, timeoutMs: 10_000 })
+  const result = s.send(attemptTo('https://hooks.example.com/hook'))
+  await dns.lookedUp()
+  t.same(dns.asked, [{ hostname: 'hooks.example.com', stopped: false }], 'the name is being looked up')
+  timers.fire()
+  t.same(await result, { kind: 'timeout', status: null, error: 'the host name hooks.example.com did not resolve within 10 s' })
+  t.same(dns.asked, [{ hostname: 'hooks.example.com', stopped: true }], 'and its lookup was told to stop')
+})
+
+t.test('with the real clock: a short deadline ends a lookup that never answers', async (t) => {
+  const dns = silentResolver()
+  const s = new Sender({ allowPrivateNetworks: false, resolve: dns.resolve, timeoutMs: 200 })
+  t.teardown(() => s.close())
+  t.same(await s.send(attemptTo('https://hooks.example.com/hook')), { kind: 'timeout', status: null, error: 'the host name hooks.example.com did not resolve within 0.2 s' })
+  t.equal(dns.asked[0]?.stopped, true)
+})
+
+t.test('a lookup that fails says how, never as a connection failure', async (t) => {
+  for (const [code, error] of [
+    ['ETIMEOUT', 'the host name hooks.example.com did not resolve: DNS did not answer in time'],
+    ['ENODATA', 'the host name hooks.example.com did not resolve'],
+    ['ECONNREFUSED', 'the host name hooks.example.com did not resolve (ECONNREFUSED)'],
+    ['ESERVFAIL', 'the host name hooks.example.com did not resolve (ESERVFAIL)'],
+  ] as const) {
+    const failing: Resolver = async () => {
+      throw Object.assign(new Error('queryA'), { code })
+    }
+    t.same(await sender(t, { resolve: failing }).sender.send(attemptTo('https://hooks.example.com/hook')), { kind: 'network', status: null, error }, code)
+  }
+})
+
+t.test('the DNS resolver: its own queries, cancelled when the attempt ends; localhost is loopback without a query', async (t) => {
+  // A DNS server that takes every query and never answers.
+  const blackHole = createSocket('udp4')
+  let queries = 0
+  let queried = () => {}
+  blackHole.on('message', () => {
+    queries++
+    queried()
+  })
+  await new Promise<void>((resolve) => blackHole.bind(0, '127.0.0.1', resolve))
+  t.teardown(() => blackHole.close())
+  const resolve = dnsResolver({ servers: [`127.0.0.1:${blackHole.address().port}`] })
+
+  t.same(await resolve('api.localhost', new AbortController().signal), [
+    { address: '127.0.0.1', family: 4 },
+    { address: '::1', family: 6 },
+  ])
+  t.equal(queries, 0, 'localhost asks no server')
+
+  const ended = new AbortController()
+  const lookup = resolve('hooks.example.com', ended.signal)
+  await new Promise<void>((resolve) => (queries > 0 ? resolve() : (queried = resolve)))
+  ended.abort()
+  await t.rejects(lookup, { code: 'ECANCELLED' }, 'the queries are cancelled at once')
+
+  const { sender: s, timers } = sender(t, { resolve })
+  queries = 0
+  const asked = new Promise<void>((resolve) => (queried = resolve))
+  const result = s.send(attemptTo('https://hooks.example.com/hook'))
+  await asked
+  timers.fire()
+  t.same(await result, { kind: 'timeout', status: null, error: 'the host name hooks.example.com did not resolve within 10 s' })
 })
 
 t.test('a URL that is neither http nor https', async (t) => {
