@@ -328,7 +328,8 @@ export interface paths {
          *     the endpoint has been deleted since, the replay is `404 not_found`.
          *
          *     The URL is parsed as browsers parse it and must be an absolute `http` or `https` URL of
-         *     at most 2048 characters without user info or a fragment. Unless the deployment allows
+         *     at most 2048 characters without user info or a fragment, written in ASCII (an
+         *     internationalized host name in its `xn--` punycode form), and not on port 0. Unless the deployment allows
          *     private networks, a host written as a loopback, private, link-local, unique-local or
          *     other non-public address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `[::ffff:127.0.0.1]`,
          *     `169.254.169.254`, `192.0.2.1`, `[2002:7f00:1::]`, the 6to4 form of `127.0.0.1`), or
@@ -1874,7 +1875,7 @@ export interface components {
         WebhookEventSubscription: ("*" | "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored" | "beta_feedback.created" | "changelog_entry.published" | "webhook.test")[];
         /**
          * Format: uri
-         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too.
+         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment (`https` is recommended: over `http` an event's data and signature travel in the clear). It is written in ASCII and stored as sent: an internationalized host name is refused, give its ASCII (punycode) form instead (`https://xn--bcher-kva.example/` for `https://bücher.example/`), and percent-encode any other character. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, and port 0 (nothing can listen there). Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too.
          * @example https://hooks.example.com/feedback
          */
         WebhookUrl: string;

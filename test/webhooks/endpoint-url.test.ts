@@ -22,6 +22,13 @@ const MALFORMED = [
   `https://hooks.example.com/${'x'.repeat(2048)}`,
 ]
 
+/** Internationalized host names: refused, with a message that asks for the ASCII form; that form is stored as sent. */
+const IDN: [unicode: string, ascii: string][] = [
+  ['https://bücher.example/hook', 'https://xn--bcher-kva.example/hook'],
+  ['https://hooks.例え.jp/in', 'https://hooks.xn--r8jz45g.jp/in'],
+  ['https://münchen.example:8443/', 'https://xn--mnchen-3ya.example:8443/'],
+]
+
 const PRIVATE = [
   'http://127.0.0.1/hook',
   'http://127.1:8080/hook',
@@ -86,6 +93,33 @@ t.test('a url with user info, a fragment, another scheme or no host is 400, on c
   for (const url of MALFORMED) await refuses(t, app, key, endpoint.url, url, /must be an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment/)
   t.same((await call(t, app, { url: endpoint.url, key })).json.data, endpoint.data, 'the endpoint is unchanged')
   t.equal((await call(t, app, { url: '/v1/webhook-endpoints', key })).json.data.length, 1, 'and no other was made')
+})
+
+t.test('port 0 is 400, however it is written, with private networks allowed too', async (t) => {
+  for (const config of [{}, { webhookAllowPrivateNetworks: true }]) {
+    const app = await testApp(config)
+    const { key } = await createProject()
+    const endpoint = await createEndpoint(t, app, key)
+    for (const url of ['https://hooks.example.com:0/hook', 'http://hooks.example.com:00/', 'https://93.184.216.34:0/']) {
+      await refuses(t, app, key, endpoint.url, url, /must not use port 0/)
+    }
+    const explicit = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: 'https://hooks.example.com:10/hook' } })
+    t.equal(explicit.status, 201, 'a port that is not 0 is accepted')
+  }
+})
+
+t.test('an internationalized host name is 400, asking for its ASCII (punycode) form, which is stored as sent', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const endpoint = await createEndpoint(t, app, key)
+  for (const [unicode, ascii] of IDN) {
+    await refuses(t, app, key, endpoint.url, unicode, /written in ASCII \(a host name in its ASCII form, xn-- punycode for an internationalized one/)
+    t.equal(new URL(unicode).href, ascii, 'the form a browser would use')
+    const created = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: ascii } })
+    t.equal(created.status, 201, ascii)
+    t.equal(created.json.data.url, ascii, 'stored as sent')
+    await call(t, app, { method: 'DELETE', url: `/v1/webhook-endpoints/${created.json.data.id}`, key })
+  }
 })
 
 t.test('a host written as a loopback, private, link-local, unique-local or other non-public address, or localhost, is 400', async (t) => {
