@@ -537,6 +537,12 @@ export interface paths {
          * @description The project's events of the last 30 days, newest first (`created_at desc, id desc`),
          *     optionally of one `type`, whether or not an endpoint was subscribed to them: a receiver
          *     that was down reconciles from here. Older events are removed.
+         *
+         *     The beta area's events (`beta_tester.*`, `beta_feedback.created`) are shown only while
+         *     the project has the beta feature, as the beta area itself is (its operations answer
+         *     `403 beta_disabled` without it): while the feature is off they are left out of every
+         *     page, and a `type` filter naming one of them answers an empty page. They are not
+         *     removed: with the feature on again, they are listed as before (within the 30 days).
          */
         get: operations["listEvents"];
         put?: never;
@@ -559,7 +565,9 @@ export interface paths {
         };
         /**
          * Get an event
-         * @description One event of the project of the last 30 days, exactly as it was (and is) delivered.
+         * @description One event of the project of the last 30 days, exactly as it was (and is) delivered. An
+         *     event of the beta area (`beta_tester.*`, `beta_feedback.created`) is `404 not_found`
+         *     while the project does not have the beta feature, and shown again once it has.
          */
         get: operations["getEvent"];
         put?: never;

@@ -12,6 +12,13 @@ export const EVENT_TYPES = [
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
+/**
+ * The types of the beta area's events (its testers and their feedback). Like the beta area itself
+ * (api-contract §3), they are the project's only while it has the beta feature: the event log
+ * hides them while the feature is off.
+ */
+export const BETA_EVENT_TYPES: readonly EventType[] = EVENT_TYPES.filter((type) => type.startsWith('beta_'))
+
 /** What an endpoint subscribes to when it names no types: every type, now and later. */
 export const EVERY_TYPE = '*'
 

@@ -1,9 +1,10 @@
 // The API's side of webhooks: a project's endpoints, their deliveries as the API shows and retries
 // them, and the event log's reads. Events and their deliveries are written by the outbox
 // (outbox.ts); the dispatcher claims and attempts deliveries with its own queries.
-import { and, count, eq, exists, sql } from 'drizzle-orm'
+import { and, count, eq, exists, notInArray, or, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import type { EventRow } from '../../webhooks/event-record.js'
+import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
@@ -101,6 +102,10 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
   const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
     and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id))
   const inEventWindow = sql`${events.created_at} > now() - ${sql.raw(`interval '${EVENT_WINDOW_DAYS} days'`)}`
+  // An event of the beta area is shown while the project has the beta feature (read once per
+  // statement: the subquery does not depend on the row).
+  const shownEvent = (scope: ProjectScope) =>
+    or(notInArray(events.type, [...BETA_EVENT_TYPES]), sql`(select ${projects.beta_enabled} from ${projects} where ${projects.id} = ${projectIdOf(scope)})`)
 
   // The page queries, each in the order of an index (test/webhooks/list-plans.test.ts holds it).
   const endpointsQuery = (scope: ProjectScope, options: PageOptions) => {
@@ -142,6 +147,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
           eq(events.project_id, projectIdOf(scope)),
           options.type ? eq(events.type, options.type) : undefined,
           inEventWindow,
+          shownEvent(scope),
           rowsAfter(events.created_at, events.id, page.after),
         ),
       )
@@ -288,15 +294,19 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
 
     eventsQuery,
 
-    /** `limit` events of the last EVENT_WINDOW_DAYS from `offset` or after a row, newest first; the caller asks for one more than a page. */
+    /**
+     * `limit` events of the last EVENT_WINDOW_DAYS from `offset` or after a row, newest first
+     * (the caller asks for one more than a page); those of the beta area only while the project
+     * has the beta feature.
+     */
     events: async (scope: ProjectScope, options: EventListOptions): Promise<EventRow[]> => eventsQuery(scope, options),
 
-    /** The event, while it is in the window. */
+    /** The event, while it is in the window (and, of the beta area, while the project has the beta feature). */
     async event(scope: ProjectScope, id: string): Promise<EventRow | undefined> {
       const [row] = await db
         .select(eventColumns)
         .from(events)
-        .where(and(eq(events.project_id, projectIdOf(scope)), eq(events.id, id), inEventWindow))
+        .where(and(eq(events.project_id, projectIdOf(scope)), eq(events.id, id), inEventWindow, shownEvent(scope)))
       return row
     },
   }
