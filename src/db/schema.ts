@@ -286,7 +286,7 @@ export const webhook_endpoints = pgTable(
 
 /**
  * The event log: every event of a project, whether or not an endpoint is subscribed, written in
- * the transaction of the change that caused it and kept 30 days. `data` is the resource's record
+ * the transaction of the change that caused it and kept EVENT_LOG_DAYS (webhooks/event-record.ts). `data` is the resource's record
  * as JSON text, exactly as its GET returned it then.
  */
 export const events = pgTable(

@@ -1,10 +1,10 @@
-// The event log keeps 30 days (api-contract §10): older events, and their deliveries with them
+// The event log keeps EVENT_LOG_DAYS, 30 (api-contract §10): older events, and their deliveries with them
 // (a cascading key), are deleted by every instance, in small batches, each its own short
 // statement, so that no delete holds many rows' locks for long or blocks the writes that add
 // events; instances pruning at once skip each other's rows instead of waiting for them.
 import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
 
-/** How often an instance prunes: events outlive their 30 days by at most this. */
+/** How often an instance prunes: events outlive their EVENT_LOG_DAYS by at most this. */
 export const PRUNE_EVERY_MS = 10 * 60_000
 /** Events deleted per statement (each with its deliveries: at most one per endpoint, ten per project). */
 export const PRUNE_BATCH = 500

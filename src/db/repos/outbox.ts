@@ -3,13 +3,14 @@
 // event, even if the process dies the next instant; one that fails or rolls back never does.
 import { inArray, lt, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
+import { EVENT_LOG_DAYS } from '../../webhooks/event-record.js'
 import { EVERY_TYPE, type EventType } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
 import { events } from '../schema.js'
 
-/** How long the event log keeps an event (api-contract §10): GET /v1/events shows this much, pruning deletes what is older. */
-export const EVENT_RETENTION = sql.raw(`interval '30 days'`)
+/** How long the event log keeps an event, as an interval: GET /v1/events shows this much, pruning deletes what is older. */
+export const EVENT_RETENTION = sql.raw(`interval '${EVENT_LOG_DAYS} days'`)
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 /**

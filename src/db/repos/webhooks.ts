@@ -8,14 +8,13 @@ import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
+import { EVENT_RETENTION } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { projectIdOf, type ProjectScope } from './scope.js'
 import { events, projects, webhook_deliveries, webhook_endpoints } from '../schema.js'
 
 /** At most this many endpoints per project (api-contract §10). */
 export const MAX_ENDPOINTS = 10
-/** The event log's window: older events are invisible to the API, pruned or not. */
-export const EVENT_WINDOW_DAYS = 30
 
 const e = webhook_endpoints
 const d = webhook_deliveries
@@ -101,7 +100,8 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
 
   const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
     and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id))
-  const inEventWindow = sql`${events.created_at} > now() - ${sql.raw(`interval '${EVENT_WINDOW_DAYS} days'`)}`
+  // Older events are invisible to the API, pruned or not.
+  const inEventWindow = sql`${events.created_at} > now() - ${EVENT_RETENTION}`
   // An event of the beta area is shown while the project has the beta feature (read once per
   // statement: the subquery does not depend on the row).
   const shownEvent = (scope: ProjectScope) =>
@@ -295,7 +295,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     eventsQuery,
 
     /**
-     * `limit` events of the last EVENT_WINDOW_DAYS from `offset` or after a row, newest first
+     * `limit` events of the last EVENT_LOG_DAYS from `offset` or after a row, newest first
      * (the caller asks for one more than a page); those of the beta area only while the project
      * has the beta feature.
      */
