@@ -401,7 +401,8 @@ export interface paths {
          * @description Makes a new signing secret and answers it (shown here only). For the next 24 hours every
          *     delivery to the endpoint carries two signatures in `webhook-signature`, the new
          *     secret's first and the old one's second, separated by a space, so a receiver can switch
-         *     secrets without missing a delivery; after that, only the new one. Rotating again within
+         *     secrets without missing a delivery; after that, only the new one, and the service
+         *     deletes the old one (within minutes). Rotating again within
          *     the 24 hours replaces the old secret by the one being rotated out. The record is
          *     unchanged (no field of it shows the secret), its `updated_at` and `ETag` included.
          *

@@ -1,7 +1,7 @@
 // The API's side of webhooks: a project's endpoints, their deliveries as the API shows and retries
 // them, and the event log's reads. Events and their deliveries are written by the outbox
 // (outbox.ts); the dispatcher claims and attempts deliveries with its own queries.
-import { and, count, eq, exists, notInArray, or, sql } from 'drizzle-orm'
+import { and, count, eq, exists, inArray, isNotNull, lte, notInArray, or, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import type { EventRow } from '../../webhooks/event-record.js'
 import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
@@ -156,6 +156,20 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       .offset(page.offset)
   }
 
+  /**
+   * Endpoints whose previous secret has expired, soonest expired first, locked unless another
+   * transaction holds them (a rotation, a dispatcher recording): from
+   * webhook_endpoints_previous_secret_idx (a test holds it to that).
+   */
+  const expiredSecretsClaim = (limit: number) =>
+    db
+      .select({ id: e.id })
+      .from(e)
+      .where(and(isNotNull(e.previous_secret), lte(e.previous_secret_expires_at, sql`now()`)))
+      .orderBy(e.previous_secret_expires_at)
+      .limit(limit)
+      .for('no key update', { skipLocked: true })
+
   return {
     get,
 
@@ -232,6 +246,23 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
         .returning(tagged)
       return row
     },
+
+    /**
+     * Clears up to `limit` previous secrets whose 24 hours after a rotation have passed, so that
+     * a secret no delivery is signed with any more is not kept; returns how many. Endpoints held
+     * by another transaction are skipped, not waited for (the next run clears them). Nothing the
+     * record shows changes, so neither does its ETag.
+     */
+    async clearExpiredSecrets(limit: number): Promise<number> {
+      const rows = await db
+        .update(e)
+        .set({ previous_secret: null, previous_secret_expires_at: null })
+        .where(inArray(e.id, expiredSecretsClaim(limit)))
+        .returning({ id: e.id })
+      return rows.length
+    },
+    /** clearExpiredSecrets's claim, for EXPLAIN. */
+    expiredSecretsClaim,
 
     /** The endpoint's signing secret as it is now (an Idempotency-Key replay answers it; nothing else reads it here). */
     async secret(projectId: string, id: string): Promise<string | undefined> {
