@@ -1,5 +1,6 @@
 // The event types of api-contract §10. openapi.yaml's top-level `webhooks` map has one entry per
-// type, and a test holds the two to each other.
+// type, and its enums list them; test/webhooks/event-types.test.ts holds all of them to this list,
+// at compile time (the generated unions) and at run time.
 export const EVENT_TYPES = [
   'beta_tester.enrolled',
   'beta_tester.joined',
