@@ -322,10 +322,17 @@ export interface paths {
          *     shown here and on rotation only, so store it now. A project has at most 10 endpoints;
          *     the 11th is `409 limit_exceeded` (delete one first).
          *
+         *     With an `Idempotency-Key`, the answer is kept for its replay without the secret (no copy
+         *     of a secret is kept outside the endpoint): a replay answers the record as created and
+         *     the endpoint's secret as it is at the replay, the one a rotation made since included; if
+         *     the endpoint has been deleted since, the replay is `404 not_found`.
+         *
          *     The URL is parsed as browsers parse it and must be an absolute `http` or `https` URL of
-         *     at most 2048 characters without user info or a fragment. Unless the deployment allows
-         *     private networks, a host written as a loopback, private, link-local or unique-local
-         *     address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `[::ffff:127.0.0.1]`, `169.254.169.254`), or
+         *     at most 2048 characters without user info or a fragment, written in ASCII (an
+         *     internationalized host name in its `xn--` punycode form), and not on port 0. Unless the deployment allows
+         *     private networks, a host written as a loopback, private, link-local, unique-local or
+         *     other non-public address (`127.0.0.1`, `10.0.0.5`, `[::1]`, `[::ffff:127.0.0.1]`,
+         *     `169.254.169.254`, `192.0.2.1`, `[2002:7f00:1::]`, the 6to4 form of `127.0.0.1`), or
          *     named `localhost` or a name under it (`api.localhost`), is `400`; any other name that
          *     resolves to such an address is accepted here and refused at every delivery attempt (the
          *     attempt fails with `last_error` saying so).
@@ -394,9 +401,14 @@ export interface paths {
          * @description Makes a new signing secret and answers it (shown here only). For the next 24 hours every
          *     delivery to the endpoint carries two signatures in `webhook-signature`, the new
          *     secret's first and the old one's second, separated by a space, so a receiver can switch
-         *     secrets without missing a delivery; after that, only the new one. Rotating again within
+         *     secrets without missing a delivery; after that, only the new one, and the service
+         *     deletes the old one (within minutes). Rotating again within
          *     the 24 hours replaces the old secret by the one being rotated out. The record is
          *     unchanged (no field of it shows the secret), its `updated_at` and `ETag` included.
+         *
+         *     With an `Idempotency-Key`, the answer is kept for its replay without the secret: a
+         *     replay answers the endpoint's secret as it is at the replay (the one a later rotation
+         *     made, if any); if the endpoint has been deleted since, the replay is `404 not_found`.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -526,6 +538,12 @@ export interface paths {
          * @description The project's events of the last 30 days, newest first (`created_at desc, id desc`),
          *     optionally of one `type`, whether or not an endpoint was subscribed to them: a receiver
          *     that was down reconciles from here. Older events are removed.
+         *
+         *     The beta area's events (`beta_tester.*`, `beta_feedback.created`) are shown only while
+         *     the project has the beta feature, as the beta area itself is (its operations answer
+         *     `403 beta_disabled` without it): while the feature is off they are left out of every
+         *     page, and a `type` filter naming one of them answers an empty page. They are not
+         *     removed: with the feature on again, they are listed as before (within the 30 days).
          */
         get: operations["listEvents"];
         put?: never;
@@ -548,7 +566,9 @@ export interface paths {
         };
         /**
          * Get an event
-         * @description One event of the project of the last 30 days, exactly as it was (and is) delivered.
+         * @description One event of the project of the last 30 days, exactly as it was (and is) delivered. An
+         *     event of the beta area (`beta_tester.*`, `beta_feedback.created`) is `404 not_found`
+         *     while the project does not have the beta feature, and shown again once it has.
          */
         get: operations["getEvent"];
         put?: never;
@@ -746,7 +766,7 @@ export interface paths {
          *       time: 1 connection, 1 slot, and the statements waiting for it.
          *     - `webhook_attempts_total` by `outcome`: the webhook delivery attempts this instance
          *       made, `succeeded` (a `2xx`), `http_error` (any other answer, `410` and redirects
-         *       included), `timeout` (no complete answer within 10 s), `network` (no connection, a
+         *       included), `timeout` (no status line within 10 s), `network` (no connection, a
          *       reset, TLS or DNS) or `blocked` (a private or loopback address, refused);
          *       `webhook_delivery_latency_seconds` (a histogram, 0.1 s to a day): from an event being
          *       written to its delivery succeeding, retries included.
@@ -1864,7 +1884,7 @@ export interface components {
         WebhookEventSubscription: ("*" | "beta_tester.enrolled" | "beta_tester.joined" | "beta_tester.declined" | "beta_tester.revoked" | "beta_tester.restored" | "beta_feedback.created" | "changelog_entry.published" | "webhook.test")[];
         /**
          * Format: uri
-         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost` or a name under it, is refused too.
+         * @description An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment (`https` is recommended: over `http` an event's data and signature travel in the clear). It is written in ASCII and stored as sent: an internationalized host name is refused, give its ASCII (punycode) form instead (`https://xn--bcher-kva.example/` for `https://bücher.example/`), and percent-encode any other character. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, and port 0 (nothing can listen there). Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too.
          * @example https://hooks.example.com/feedback
          */
         WebhookUrl: string;
@@ -1955,7 +1975,7 @@ export interface components {
             /**
              * @description Why the latest attempt failed, in words (`timed out after 10 s`, `connection
              *     refused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is
-             *     private`); `null` when it succeeded or before the first attempt. For people: may be
+             *     private`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be
              *     reworded.
              */
             last_error: string | null;
@@ -2440,7 +2460,8 @@ export interface components {
          *     and body, and nothing is written again. The same key with another body is
          *     `422 idempotency_key_reused`; a retry while the first request still runs is
          *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-         *     its retry runs again.
+         *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+         *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
          */
         IdempotencyKey: string;
         /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
@@ -2640,7 +2661,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -2891,7 +2913,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3280,7 +3303,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3528,7 +3552,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3559,6 +3584,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenPlan"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["EndpointLimitConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3714,7 +3740,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3769,7 +3796,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3928,7 +3956,8 @@ export interface operations {
                  *     and body, and nothing is written again. The same key with another body is
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
-                 *     its retry runs again.
+                 *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
+                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -5066,7 +5095,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5095,7 +5124,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5124,7 +5153,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5153,7 +5182,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5182,7 +5211,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5211,7 +5240,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5240,7 +5269,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5269,7 +5298,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Any `2xx` within 10 seconds is success; its body is ignored. Anything else is retried (`410` disables the endpoint). */
+            /** @description A `2xx` status line within 10 seconds is success, whatever becomes of the body after it (ignored). Anything else is retried (`410` disables the endpoint). */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -3029,8 +3029,8 @@ export const routes: RouteSpec[] = [
             "format": "uri",
             "maxLength": 2048,
             "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?][^#]*)?$",
-            "x-expected": "an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment, such as https://example.com/webhooks",
-            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost` or a name under it, is refused too."
+            "x-expected": "an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment, written in ASCII (a host name in its ASCII form, xn-- punycode for an internationalized one; other characters percent-encoded), such as https://example.com/webhooks",
+            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment (`https` is recommended: over `http` an event's data and signature travel in the clear). It is written in ASCII and stored as sent: an internationalized host name is refused, give its ASCII (punycode) form instead (`https://xn--bcher-kva.example/` for `https://bücher.example/`), and percent-encode any other character. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, and port 0 (nothing can listen there). Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too."
           },
           "events": {
             "type": "array",
@@ -3329,8 +3329,8 @@ export const routes: RouteSpec[] = [
             "format": "uri",
             "maxLength": 2048,
             "pattern": "^(?=[!-~]*$)[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\\\]+(?:[/?][^#]*)?$",
-            "x-expected": "an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment, such as https://example.com/webhooks",
-            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse. Unless the deployment allows private networks, a host that is a loopback, private, link-local or unique-local address, or `localhost` or a name under it, is refused too."
+            "x-expected": "an absolute http or https URL of at most 2048 characters, with a host, no user info and no fragment, written in ASCII (a host name in its ASCII form, xn-- punycode for an internationalized one; other characters percent-encoded), such as https://example.com/webhooks",
+            "description": "An absolute `http` or `https` URL of at most 2048 characters, with a host and without user info or a fragment (`https` is recommended: over `http` an event's data and signature travel in the clear). It is written in ASCII and stored as sent: an internationalized host name is refused, give its ASCII (punycode) form instead (`https://xn--bcher-kva.example/` for `https://bücher.example/`), and percent-encode any other character. Besides the pattern, the server parses it as browsers do (WHATWG URL Standard) and refuses what does not parse, and port 0 (nothing can listen there). Unless the deployment allows private networks, a host that is a loopback, private, link-local, unique-local or other non-public address, or `localhost` or a name under it, is refused too."
           },
           "events": {
             "type": "array",
@@ -3770,7 +3770,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [
@@ -3974,7 +3974,7 @@ export const routes: RouteSpec[] = [
                         "type": "null"
                       }
                     ],
-                    "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                    "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                   },
                   "next_attempt_at": {
                     "oneOf": [
@@ -4189,7 +4189,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [
@@ -4368,7 +4368,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [

@@ -255,7 +255,8 @@ export const idempotency_keys = pgTable(
 
 /**
  * A project's webhook endpoints (api-contract §10). `secret` signs deliveries (`whsec_` and
- * base64); after a rotation `previous_secret` signs them too until `previous_secret_expires_at`.
+ * base64); after a rotation `previous_secret` signs them too until `previous_secret_expires_at`,
+ * after which event pruning clears both (the partial index finds the few endpoints that hold one).
  * `failing_since`: the first failed attempt since the last success, for the five-day rule.
  */
 export const webhook_endpoints = pgTable(
@@ -280,13 +281,14 @@ export const webhook_endpoints = pgTable(
   },
   (t) => [
     index('webhook_endpoints_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+    index('webhook_endpoints_previous_secret_idx').on(t.previous_secret_expires_at).where(sql`${t.previous_secret} is not null`),
     check('webhook_endpoints_disabled_reason_check', sql`${t.disabled_reason} in ('gone', 'failing')`),
   ],
 )
 
 /**
  * The event log: every event of a project, whether or not an endpoint is subscribed, written in
- * the transaction of the change that caused it and kept 30 days. `data` is the resource's record
+ * the transaction of the change that caused it and kept EVENT_LOG_DAYS (webhooks/event-record.ts). `data` is the resource's record
  * as JSON text, exactly as its GET returned it then.
  */
 export const events = pgTable(

@@ -6,6 +6,7 @@ import { newWebhookSecret } from '../domain/secrets.js'
 import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
+import { holdsSecret, type SecretSource } from '../http/idempotency.js'
 import type { Handler } from '../http/types.js'
 import { endpointUrlRefusal } from '../webhooks/endpoint-url.js'
 import { subscription } from '../webhooks/event-types.js'
@@ -71,7 +72,17 @@ const endpointDisabled = (reason: EndpointRow['disabled_reason']) =>
 const endpointPath = (id: string) => `/v1/webhook-endpoints/${id}`
 const createdSortKey = (row: { created_at: Date; id: string }) => ({ at: row.created_at, id: row.id })
 
-export const createWebhookEndpoint: Handler<'createWebhookEndpoint'> = async ({ body, principal }, { repos, config }) => {
+/**
+ * The secret of an answer replayed under an Idempotency-Key: the endpoint's as it is now, since
+ * none is stored with the answer; an endpoint deleted since has none to show (openapi.yaml says so).
+ */
+const currentSecret: SecretSource = {
+  current: (repos, projectId, answer) => repos.webhooks.secret(projectId, answer.data.id),
+  gone: () =>
+    new ApiError('not_found', 'The webhook endpoint of this Idempotency-Key has been deleted since, and its secret with it; a new request needs a new key.'),
+}
+
+export const createWebhookEndpoint: Handler<'createWebhookEndpoint'> = holdsSecret(async ({ body, principal }, { repos, config }) => {
   // The schema's defaults are documentation only: bodies are validated as sent, so they are applied here.
   const fields = {
     url: endpointUrl(body.url, config),
@@ -85,7 +96,7 @@ export const createWebhookEndpoint: Handler<'createWebhookEndpoint'> = async ({ 
     throw new ApiError('limit_exceeded', `A project has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first.`)
   }
   return { status: 201, body: { data: endpointRecord(created.row), secret }, headers: { location: endpointPath(created.row.id) } }
-}
+}, currentSecret)
 
 export const listWebhookEndpoints = readByKey<'listWebhookEndpoints'>(async ({ query, project }, { repos }) => {
   const scope = 'webhook-endpoints'
@@ -125,12 +136,12 @@ export const deleteWebhookEndpoint: Handler<'deleteWebhookEndpoint'> = async ({ 
   return { status: 204, body: undefined }
 }
 
-export const rotateWebhookEndpointSecret: Handler<'rotateWebhookEndpointSecret'> = async ({ params, principal }, { repos }) => {
+export const rotateWebhookEndpointSecret: Handler<'rotateWebhookEndpointSecret'> = holdsSecret(async ({ params, principal }, { repos }) => {
   const secret = newWebhookSecret()
   const row = await repos.webhooks.rotateSecret(principal.projectId, endpointId(params.id), secret)
   if (!row) throw notFound('webhook endpoint')
   return { status: 200, body: { data: endpointRecord(row), secret } }
-}
+}, currentSecret)
 
 export const testWebhookEndpoint: Handler<'testWebhookEndpoint'> = async ({ params, principal }, { repos }) => {
   const id = endpointId(params.id)

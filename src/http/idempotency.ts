@@ -6,8 +6,12 @@
 // after the commit reached PostgreSQL) is found by the retry, and a request that failed (4xx,
 // 5xx) leaves nothing: validation failures are never stored and a retry after a failure runs
 // again. The same key with another body is 422; a retry while the first is still running is 409.
+//
+// No secret is kept: an answer that shows one (a webhook endpoint's signing secret) is stored
+// without it, and its replay reads the secret afresh from where it lives (holdsSecret, below).
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Repos } from '../db/repos/index.js'
 import { ApiError } from './errors.js'
 import type { AppContext } from './types.js'
 
@@ -47,11 +51,54 @@ export function registerIdempotency(app: FastifyInstance): void {
 
 type Result = { status: number; body?: unknown; headers?: Record<string, string> }
 
+/** An answer that shows a secret: a record (`data`) and the secret, at the top level. */
+interface SecretAnswer {
+  data: { id: string }
+  secret?: unknown
+}
+
+/**
+ * Where the secret of a stored answer is read on a replay, in the replay's transaction: the
+ * secret as it is now (after a rotation, the new one), or undefined when its resource has been
+ * deleted since, which answers `gone()`.
+ */
+export interface SecretSource {
+  current(repos: Repos, projectId: string, answer: SecretAnswer): Promise<string | undefined>
+  gone(): ApiError
+}
+
+const SECRET_SOURCE = Symbol('answer holds a secret')
+
+/**
+ * Marks a handler whose 2xx answer shows a secret under `secret`: under an Idempotency-Key, the
+ * answer is stored without it (the idempotency table never holds a secret), and a replay answers
+ * the stored record with the secret `source` reads then.
+ */
+export function holdsSecret<H extends (...args: never[]) => unknown>(handler: H, source: SecretSource): H {
+  return Object.assign(handler, { [SECRET_SOURCE]: source })
+}
+
+export const secretSourceOf = (handler: unknown): SecretSource | undefined =>
+  typeof handler === 'function' && SECRET_SOURCE in handler ? (handler as unknown as { [SECRET_SOURCE]: SecretSource })[SECRET_SOURCE] : undefined
+
+/** The answer as stored: without its secret. */
+function withoutSecret(body: unknown): string {
+  const { secret: _secret, ...kept } = body as SecretAnswer
+  return JSON.stringify(kept)
+}
+
 /**
  * Runs a handler for a request that sent an Idempotency-Key (request.idempotency), in the key's
  * transaction, on that transaction's repositories, and sends its answer (or the stored one).
+ * `secret`: the handler's answer shows a secret (holdsSecret).
  */
-export async function answerIdempotently(request: FastifyRequest, reply: FastifyReply, ctx: AppContext, run: (ctx: AppContext) => Promise<Result>): Promise<FastifyReply> {
+export async function answerIdempotently(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: AppContext,
+  run: (ctx: AppContext) => Promise<Result>,
+  secret?: SecretSource,
+): Promise<FastifyReply> {
   const { scope, key, hash } = request.idempotency!
   const sent = await ctx.repos.transaction(async (tx) => {
     const repo = tx.idempotency
@@ -63,9 +110,20 @@ export async function answerIdempotently(request: FastifyRequest, reply: Fastify
       if (held.record.request_hash !== hash) {
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new request.')
       }
+      const status = held.record.response_status!
+      if (!secret) {
+        reply.header('idempotency-replayed', 'true')
+        if (held.record.response_location) reply.header('location', held.record.response_location)
+        return { status, payload: held.record.response_body! }
+      }
+      // An answer stored by a version that kept the secret has it still: the current one replaces it.
+      const stored = JSON.parse(held.record.response_body!) as SecretAnswer
+      const current = await secret.current(tx, scope, stored)
+      if (current === undefined) throw secret.gone()
       reply.header('idempotency-replayed', 'true')
       if (held.record.response_location) reply.header('location', held.record.response_location)
-      return { status: held.record.response_status!, payload: held.record.response_body! }
+      reply.code(status)
+      return { status, payload: reply.serialize({ ...stored, secret: current }) as string }
     }
     const result = await run({ ...ctx, repos: tx })
     if (result.headers) reply.headers(result.headers)
@@ -74,7 +132,8 @@ export async function answerIdempotently(request: FastifyRequest, reply: Fastify
     const payload = result.body === undefined ? undefined : (reply.serialize(result.body) as string)
     if (result.status >= 200 && result.status < 300 && payload !== undefined) {
       const location = reply.getHeader('location')
-      await repo.save(scope, key, hash, { status: result.status, location: typeof location === 'string' ? location : undefined, body: payload })
+      const stored = secret ? withoutSecret(result.body) : payload
+      await repo.save(scope, key, hash, { status: result.status, location: typeof location === 'string' ? location : undefined, body: stored })
       if (Math.random() * PURGE_EVERY < 1) await repo.purgeExpired()
     }
     return { status: result.status, payload }

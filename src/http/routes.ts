@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
-import { answerIdempotently } from './idempotency.js'
+import { answerIdempotently, secretSourceOf } from './idempotency.js'
 import { provesKey, readsByKey, type Guard } from './guard.js'
 import { serializerSchema } from './serialization.js'
 import { ownRateLimit } from './rate-limit.js'
@@ -25,6 +25,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
     ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
     const ownBudget = ownRateLimit(ctx.config, route)
     const byKey = readsByKey(handler)
+    const secret = secretSourceOf(handler)
     if (byKey && (route.method !== 'GET' || route.security !== 'ApiKey')) {
       throw new Error(`${route.operationId} (${route.method}, ${route.security}) cannot read by key: only GETs secured by an API key may (guard.ts)`)
     }
@@ -44,7 +45,9 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       // Sent without a body, an operation whose body is optional sees (and validates) `{}`.
       ...(route.bodyOptional ? { preValidation: emptyBodyWhenNone } : {}),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        if (request.idempotency) return answerIdempotently(request, reply, ctx, (inTransaction) => handler(request as unknown as ApiRequest<OperationId>, inTransaction))
+        if (request.idempotency) {
+          return answerIdempotently(request, reply, ctx, (inTransaction) => handler(request as unknown as ApiRequest<OperationId>, inTransaction), secret)
+        }
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
         if (byKey && !provesKey(result.body)) await guard.settle(request, reply)
         if (result.headers) reply.headers(result.headers)

@@ -1,17 +1,19 @@
-// The event log keeps 30 days (api-contract §10): older events, and their deliveries with them
+// The event log keeps EVENT_LOG_DAYS, 30 (api-contract §10): older events, and their deliveries with them
 // (a cascading key), are deleted by every instance, in small batches, each its own short
 // statement, so that no delete holds many rows' locks for long or blocks the writes that add
-// events; instances pruning at once skip each other's rows instead of waiting for them.
+// events; instances pruning at once skip each other's rows instead of waiting for them. Each run
+// also clears the previous secrets whose 24 hours after a rotation are over: no delivery is
+// signed with one any more, so none is kept.
 import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
 
-/** How often an instance prunes: events outlive their 30 days by at most this. */
+/** How often an instance prunes: events outlive their EVENT_LOG_DAYS by at most this. */
 export const PRUNE_EVERY_MS = 10 * 60_000
 /** Events deleted per statement (each with its deliveries: at most one per endpoint, ten per project). */
 export const PRUNE_BATCH = 500
 /** The first pruning after start: not in the way of a starting instance. */
 const FIRST_PRUNE_MS = 60_000
 
-/** `runOnce()` resolves to the number of events it deleted. */
+/** `runOnce()` resolves to the number of events it deleted (the secrets it cleared are not counted). */
 export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
   const batch = options.batch ?? PRUNE_BATCH
   return periodic({
@@ -19,6 +21,9 @@ export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
     intervalMs: options.intervalMs ?? PRUNE_EVERY_MS,
     firstDelayMs: FIRST_PRUNE_MS,
     log: options.log,
-    run: (stopping) => inBatches(() => options.repos.outbox.pruneExpired(batch), batch, stopping),
+    run: async (stopping) => {
+      await inBatches(() => options.repos.webhooks.clearExpiredSecrets(batch), batch, stopping)
+      return inBatches(() => options.repos.outbox.pruneExpired(batch), batch, stopping)
+    },
   })
 }

@@ -6,6 +6,13 @@ import type { components } from '../../generated/api.js'
 
 export type EventRecord = components['schemas']['Event']
 
+/**
+ * How many days the event log keeps an event (api-contract §10): the one number behind what
+ * GET /v1/events shows, what pruning deletes, and what openapi.yaml says (a test holds the spec
+ * to it).
+ */
+export const EVENT_LOG_DAYS = 30
+
 /** An events row, as the repositories read it. */
 export interface EventRow {
   id: string

@@ -1,5 +1,6 @@
 // The event types of api-contract §10. openapi.yaml's top-level `webhooks` map has one entry per
-// type, and a test holds the two to each other.
+// type, and its enums list them; test/webhooks/event-types.test.ts holds all of them to this list,
+// at compile time (the generated unions) and at run time.
 export const EVENT_TYPES = [
   'beta_tester.enrolled',
   'beta_tester.joined',
@@ -11,6 +12,13 @@ export const EVENT_TYPES = [
   'webhook.test',
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
+
+/**
+ * The types of the beta area's events (its testers and their feedback). Like the beta area itself
+ * (api-contract §3), they are the project's only while it has the beta feature: the event log
+ * hides them while the feature is off.
+ */
+export const BETA_EVENT_TYPES: readonly EventType[] = EVENT_TYPES.filter((type) => type.startsWith('beta_'))
 
 /** What an endpoint subscribes to when it names no types: every type, now and later. */
 export const EVERY_TYPE = '*'

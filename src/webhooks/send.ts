@@ -6,7 +6,15 @@
 // (connecting, sending, the answer's head and body), at most BODY_LIMIT bytes of the answer read
 // before its connection is closed, and nothing of the answer kept but its status. A receiver
 // that hangs, trickles, resets or streams without end costs one attempt, never a buffer, a
-// promise that never settles or an exception.
+// promise that never settles or an exception. The status line decides the outcome: what happens
+// to the body after it only ends the read.
+//
+// Names are resolved by DNS queries of the attempt's own (node:dns's Resolver, c-ares, to the
+// servers of /etc/resolv.conf), not by the system's getaddrinfo: those run on libuv's four
+// threads shared with file access, crypto and the database driver's own lookups, and cannot be
+// stopped, so a few names whose DNS hangs would stall the whole process. A query is bounded by
+// the attempt's deadline and cancelled when it passes; /etc/hosts and search domains do not
+// apply (a name under localhost resolves to loopback, as RFC 6761 has it).
 //
 // The SSRF guard (api-contract §10) checks the addresses the connection may actually use: the
 // lookup refuses a name if any address it resolves to is forbidden (so that no answer mixing a
@@ -15,9 +23,9 @@
 // connected, before anything is written to it.
 import http from 'node:http'
 import https from 'node:https'
-import { lookup as systemLookup } from 'node:dns/promises'
+import { Resolver as DnsResolver } from 'node:dns/promises'
 import type { LookupFunction, Socket } from 'node:net'
-import { isForbiddenAddress, literalAddress } from './addresses.js'
+import { isForbiddenAddress, isLocalhostName, literalAddress } from './addresses.js'
 
 /** What an attempt came to: success (2xx), another answer, or no answer for one of three reasons. */
 export const ATTEMPT_KINDS = ['succeeded', 'http_error', 'timeout', 'network', 'blocked'] as const
@@ -35,9 +43,50 @@ export interface ResolvedAddress {
   address: string
   family: number
 }
-/** Every address a host name resolves to (tests answer for names of their own). */
-export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>
-export const systemResolver: Resolver = (hostname) => systemLookup(hostname, { all: true, verbatim: true })
+/**
+ * Every address a host name resolves to (tests answer for names of their own). `signal` aborts
+ * when the attempt has ended (its deadline, a shutdown): stop then; any later answer is ignored.
+ */
+export type Resolver = (hostname: string, signal: AbortSignal) => Promise<ResolvedAddress[]>
+
+/** One DNS query's wait for an answer, and how often it is sent: about 7.5 s at most with one server, inside the attempt's 10 s. */
+const DNS_TRY_MS = 2500
+const DNS_TRIES = 2
+const LOOPBACK: readonly ResolvedAddress[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+]
+/** DNS codes that mean the name has no address (rather than that DNS failed). */
+const NO_ADDRESS = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA'])
+
+/**
+ * Resolves with A and AAAA queries of its own (c-ares), cancelled when `signal` aborts. `servers`:
+ * the DNS servers to ask instead of /etc/resolv.conf's (tests).
+ */
+export function dnsResolver(options: { servers?: string[] } = {}): Resolver {
+  return async (hostname, signal) => {
+    if (isLocalhostName(hostname)) return [...LOOPBACK]
+    signal.throwIfAborted()
+    const dns = new DnsResolver({ timeout: DNS_TRY_MS, tries: DNS_TRIES })
+    if (options.servers) dns.setServers(options.servers)
+    const cancel = () => dns.cancel()
+    signal.addEventListener('abort', cancel, { once: true })
+    try {
+      const [v4, v6] = await Promise.allSettled([dns.resolve4(hostname), dns.resolve6(hostname)])
+      const found = [
+        ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+        ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+      ]
+      if (found.length > 0) return found
+      // Both failed: the failure that says most (a timeout rather than "no AAAA record").
+      const reasons = [v4, v6].map((r) => (r as PromiseRejectedResult).reason as NodeJS.ErrnoException)
+      throw reasons.find((e) => !NO_ADDRESS.has(String(e.code))) ?? reasons[0]
+    } finally {
+      signal.removeEventListener('abort', cancel)
+    }
+  }
+}
+export const systemResolver: Resolver = dnsResolver()
 
 /** The attempt's deadline timer: the real one, or one a test fires when it chooses. */
 export interface Timers {
@@ -62,7 +111,10 @@ export interface Attempt {
   url: string
   headers: Readonly<Record<string, string>>
   body: string
-  /** Aborting it ends the attempt at once, as `aborted`: a shutdown that could not wait. */
+  /**
+   * Aborting it ends the attempt at once, as `aborted`: a shutdown that could not wait. An
+   * attempt whose answer's status line had arrived ends as that status says instead.
+   */
   signal?: AbortSignal
 }
 
@@ -81,18 +133,37 @@ class BlockedAddress extends Error {
     super(`the address ${address} is private`)
   }
 }
-class Deadline extends Error {}
+/** The deadline passed; `resolving` while the host name's lookup was still unanswered. */
+class Deadline extends Error {
+  constructor(readonly resolving: boolean) {
+    super('deadline')
+  }
+}
 class Aborted extends Error {}
+/** The host name's lookup failed (its DNS code, if any, on `code`). */
+class LookupFailed extends Error {
+  readonly code: string
+  constructor(cause: unknown) {
+    super('lookup failed')
+    this.code = String((cause as NodeJS.ErrnoException | undefined)?.code ?? '')
+  }
+}
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
 
 /** The error of a failed connection or exchange, in words: its code at most, never its message. */
 function describe(error: unknown, hostname: string, timeoutMs: number): { kind: AttemptKind; error: string } {
   if (error instanceof BlockedAddress) return { kind: 'blocked', error: error.message }
-  if (error instanceof Deadline) return { kind: 'timeout', error: `timed out after ${seconds(timeoutMs)}` }
+  if (error instanceof Deadline) {
+    return { kind: 'timeout', error: error.resolving ? `the host name ${hostname} did not resolve within ${seconds(timeoutMs)}` : `timed out after ${seconds(timeoutMs)}` }
+  }
   const code = String((error as NodeJS.ErrnoException | undefined)?.code ?? '')
   const network = (words: string) => ({ kind: 'network' as const, error: words })
-  if (['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'EAI_NONAME', 'EAI_FAIL'].includes(code)) return network(`the host name ${hostname} did not resolve`)
+  if (error instanceof LookupFailed) {
+    if (NO_ADDRESS.has(code) || code === '') return network(`the host name ${hostname} did not resolve`)
+    if (code === 'ETIMEOUT') return network(`the host name ${hostname} did not resolve: DNS did not answer in time`)
+    return network(`the host name ${hostname} did not resolve (${code})`)
+  }
   if (code === 'ECONNREFUSED') return network('connection refused')
   if (code === 'ECONNRESET') return network('connection reset')
   if (code === 'EPIPE') return network('connection closed while the delivery was sent')
@@ -110,22 +181,34 @@ function describeStatus(status: number): string | null {
   return `answered ${status}`
 }
 
-/** A lookup that resolves with `resolve` and, guarded, refuses a name that has any forbidden address. */
-function guardedLookup(resolve: Resolver, guard: boolean): LookupFunction {
+/**
+ * One attempt's lookup: resolves with `resolve` and, guarded, refuses a name that has any
+ * forbidden address. Once `signal` aborts (the attempt has ended), the resolver is told to stop
+ * and whatever it answers is ignored. `resolving` says when a lookup starts and ends.
+ */
+function guardedLookup(resolve: Resolver, guard: boolean, signal: AbortSignal, resolving: (active: boolean) => void): LookupFunction {
   return ((hostname: string, options: { family?: number | string; all?: boolean }, callback: (...args: unknown[]) => void) => {
-    resolve(hostname).then(
+    let answered = false
+    const answer = (...args: unknown[]) => {
+      if (answered || signal.aborted) return
+      answered = true
+      resolving(false)
+      callback(...args)
+    }
+    resolving(true)
+    resolve(hostname, signal).then(
       (found) => {
         const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0)
         const addresses = found.filter((a) => family === 0 || a.family === family)
         if (guard) {
           const forbidden = found.find((a) => isForbiddenAddress(a.address))
-          if (forbidden) return callback(new BlockedAddress(forbidden.address))
+          if (forbidden) return answer(new BlockedAddress(forbidden.address))
         }
-        if (addresses.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }))
-        if (options.all) callback(null, addresses)
-        else callback(null, addresses[0]!.address, addresses[0]!.family)
+        if (addresses.length === 0) return answer(new LookupFailed({ code: 'ENOTFOUND' }))
+        if (options.all) answer(null, addresses)
+        else answer(null, addresses[0]!.address, addresses[0]!.family)
       },
-      (error: unknown) => callback(error),
+      (error: unknown) => answer(new LookupFailed(error)),
     )
   }) as LookupFunction
 }
@@ -154,6 +237,7 @@ export class Sender {
   readonly #timeoutMs: number
   readonly #guard: boolean
   readonly #timers: Timers
+  readonly #resolve: Resolver
   readonly #http: http.Agent
   readonly #https: https.Agent
 
@@ -161,13 +245,9 @@ export class Sender {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
     this.#guard = !options.allowPrivateNetworks
     this.#timers = options.timers ?? realTimers
-    const agentOptions = {
-      keepAlive: true,
-      maxFreeSockets: FREE_SOCKETS_PER_ORIGIN,
-      timeout: IDLE_SOCKET_MS,
-      scheduling: 'lifo' as const,
-      lookup: guardedLookup(options.resolve ?? systemResolver, this.#guard),
-    }
+    this.#resolve = options.resolve ?? systemResolver
+    // No lookup here: an agent's options override a request's, and each attempt has its own (send).
+    const agentOptions = { keepAlive: true, maxFreeSockets: FREE_SOCKETS_PER_ORIGIN, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' as const }
     this.#http = new http.Agent(agentOptions)
     this.#https = new https.Agent(agentOptions)
     if (this.#guard) {
@@ -190,41 +270,51 @@ export class Sender {
     if (attempt.signal?.aborted) return 'aborted'
 
     let expired = false
+    let resolving = false
+    // Aborted once the attempt has ended, however it ended: a lookup still running stops then.
+    const ended = new AbortController()
     const deadline = this.#timers.setTimeout(() => {
       expired = true
-      abortCurrent?.(new Deadline())
+      abortCurrent?.(new Deadline(resolving))
+      ended.abort()
     }, this.#timeoutMs)
     let abortCurrent: ((error: Error) => void) | undefined
     const onAbort = () => abortCurrent?.(new Aborted())
     attempt.signal?.addEventListener('abort', onAbort, { once: true })
+    const lookup = guardedLookup(this.#resolve, this.#guard, ended.signal, (active) => (resolving = active))
     try {
-      let outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
+      let outcome = await this.#exchange(url, attempt, lookup, (abort) => (abortCurrent = abort))
       // A kept-alive connection the receiver had closed as this one was sent on it (Node's
       // documented race): once more, on another connection, within the same deadline.
       if (outcome.retryable && !expired && !attempt.signal?.aborted) {
-        outcome = await this.#exchange(url, attempt, (abort) => (abortCurrent = abort))
+        outcome = await this.#exchange(url, attempt, lookup, (abort) => (abortCurrent = abort))
+      }
+      // Once its status line has arrived, the receiver has answered: a 2xx is a success and
+      // anything else a failure with that status, whatever becomes of the body after it (it is
+      // read only so that the connection may serve again; it never changes the outcome).
+      if (outcome.status !== null) {
+        const error = describeStatus(outcome.status)
+        return { kind: error === null ? 'succeeded' : 'http_error', status: outcome.status, error }
       }
       if (outcome.error instanceof Aborted) return 'aborted'
-      if (outcome.error !== undefined) {
-        const failure = describe(outcome.error, url.hostname, this.#timeoutMs)
-        return { kind: failure.kind, status: outcome.status, error: failure.error.slice(0, MAX_ERROR_LENGTH) }
-      }
-      const error = describeStatus(outcome.status!)
-      return { kind: error === null ? 'succeeded' : 'http_error', status: outcome.status, error }
+      const failure = describe(outcome.error, url.hostname, this.#timeoutMs)
+      return { kind: failure.kind, status: null, error: failure.error.slice(0, MAX_ERROR_LENGTH) }
     } finally {
       this.#timers.clearTimeout(deadline)
+      ended.abort()
       attempt.signal?.removeEventListener('abort', onAbort)
     }
   }
 
   /**
-   * One request and its answer, read to its end or to BODY_LIMIT. `error` is set when the
-   * exchange did not complete (with the status, when one had arrived); `retryable` when a
+   * One request and its answer, read to its end or to BODY_LIMIT. `status` once the answer's
+   * status line has arrived; otherwise `error` says why none did, and `retryable` is set when a
    * reused connection failed before any answer.
    */
   #exchange(
     url: URL,
     attempt: Attempt,
+    lookup: LookupFunction,
     setAbort: (abort: (error: Error) => void) => void,
   ): Promise<{ status: number | null; error?: unknown; retryable?: boolean }> {
     return new Promise((resolve) => {
@@ -243,6 +333,7 @@ export class Sender {
         request = (url.protocol === 'https:' ? https : http).request(url, {
           method: 'POST',
           agent: url.protocol === 'https:' ? this.#https : this.#http,
+          lookup,
           headers: { ...attempt.headers, 'content-type': 'application/json', 'content-length': body.length, 'user-agent': USER_AGENT },
         })
       } catch (error) {

@@ -15,6 +15,8 @@ export type Behaviour =
   | 'hold'
   /** Answers 200 at once, then sends its body a byte every 50 ms, without end. */
   | 'slow'
+  /** Writes the head of an answer of this status at once, then nothing: its body never comes (resetOpen() ends it). */
+  | { head: number }
   /** Answers 200 with a body that never ends, as fast as the client reads it. */
   | 'huge'
   /** Resets the connection once the request has arrived. */
@@ -59,6 +61,8 @@ export interface Receiver {
   received(count: number): Promise<Received[]>
   /** Answers every held request 200, or those `which` picks. */
   release(which?: (request: Received) => boolean): void
+  /** Resets the connection of every request still open. */
+  resetOpen(): void
   close(): Promise<void>
 }
 
@@ -68,6 +72,7 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
   const requests: Received[] = []
   const waiters: { count: number; resolve: () => void }[] = []
   const held: { res: ServerResponse; received: Received }[] = []
+  const opened = new Set<ServerResponse>()
   const sockets = new Set<Socket>()
   const connectionOf = new WeakMap<Socket, { number: number; served: number }>()
   let connections = 0
@@ -121,12 +126,18 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
       res.socket?.resetAndDestroy()
       return
     }
+    if (typeof behaviour === 'object' && 'head' in behaviour) {
+      answerWith(res, received, behaviour.head, { 'content-type': 'text/plain', 'content-length': '100' }).flushHeaders()
+      opened.add(res)
+      res.on('close', () => opened.delete(res))
+      return
+    }
     if (behaviour === 'reset-reused') {
       answerWith(res, received, 200, { 'content-type': 'text/plain' }).end('ok')
       return
     }
     if (behaviour === 'slow') {
-      answerWith(res, received, 200, { 'content-type': 'text/plain' })
+      answerWith(res, received, 200, { 'content-type': 'text/plain' }).flushHeaders()
       const timer = setInterval(() => res.write('.'), 50)
       res.on('close', () => clearInterval(timer))
       return
@@ -177,6 +188,9 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
         // One whose connection has gone (its sender died) has nothing to answer.
         if (!h.res.destroyed) answerWith(h.res, h.received, 200, { 'content-type': 'text/plain' }).end('ok')
       }
+    },
+    resetOpen() {
+      for (const res of opened) res.socket?.resetAndDestroy()
     },
     async close() {
       for (const socket of sockets) socket.destroy()

@@ -7,6 +7,8 @@
 // test files share DATABASE_URL's database, these tests work in a database of their own
 // (created and dropped by the file), so that no dispatcher of theirs attempts another file's
 // deliveries, and no other file's dispatcher theirs. On PGlite every file has its own anyway.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
+import type { ClientRequest } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
@@ -107,6 +109,23 @@ export const deliveryReaches = (id: string, status: DeliveryRow['status'], attem
     () => deliveryRow(id, db),
     (row) => row.status === status && row.attempts >= attempts && row.claimed_until === null,
   )
+
+/**
+ * Resolves once this process's HTTP client has the head of an answer from the receiver on `port`
+ * (Node announces each response whose head has arrived), or of any answer without `port`.
+ */
+export function headArrived(tt: { teardown(fn: () => unknown): void }, port?: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const onResponse = (message: unknown) => {
+      const host = (message as { request: ClientRequest }).request.getHeader('host')
+      if (port !== undefined && host !== `127.0.0.1:${port}`) return
+      unsubscribe('http.client.response.finish', onResponse)
+      resolve()
+    }
+    subscribe('http.client.response.finish', onResponse)
+    tt.teardown(() => unsubscribe('http.client.response.finish', onResponse))
+  })
+}
 
 /** Deadline timers that fire only when the test says so: a deadline a slow machine cannot reach early. */
 export function manualTimers(): Timers & { fire(): number; pending(): number } {

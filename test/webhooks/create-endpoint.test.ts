@@ -1,8 +1,11 @@
 // POST /v1/webhook-endpoints: the endpoint and its secret, shown this once; the subscription as
 // stored; the plan and the body's rules.
-import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { sql } from 'drizzle-orm'
+import t, { type Test } from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { createEndpoint, endpointRow, HOOK_URL, SECRET } from './helpers.js'
+import { testDatabase } from '../helpers/db.js'
+import { createEndpoint, endpointRow, HOOK_URL, SECRET, storedAnswers } from './helpers.js'
 
 t.test('201: the record with its defaults, Location, and the secret', async (t) => {
   const app = await testApp()
@@ -108,7 +111,60 @@ t.test('an Idempotency-Key retry answers the same endpoint and secret, and creat
   t.equal(first.status, 201)
   t.equal(again.status, 201)
   t.equal(again.headers['idempotency-replayed'], 'true')
+  t.equal(again.headers.location, first.headers.location)
   t.same(again.json, first.json)
+  t.equal(again.raw, first.raw, 'the very same bytes')
   t.equal((await call(t, app, { url: '/v1/webhook-endpoints', key })).json.data.length, 1)
   t.equal((await send({ url: 'https://other.example.com/' })).status, 422, 'the same key with another body')
+})
+
+/** An endpoint of a new project created with an Idempotency-Key, and `send()`, which sends that request again. */
+async function createdWithKey(t: Test) {
+  const app = await testApp()
+  const project = await createProject()
+  const { key } = project
+  const send = () => call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL }, headers: { 'idempotency-key': 'create-hook' } })
+  return { app, project, key, send, first: await send() }
+}
+
+t.test('the secret is never stored with the answer: a replay reads the endpoint’s secret as it is then', async (t) => {
+  const { app, project, key, send, first } = await createdWithKey(t)
+  t.match(first.json.secret, SECRET)
+  const stored = await storedAnswers(project.id)
+  t.equal(stored.length, 1, 'the answer is kept for replays')
+  t.same(JSON.parse(stored[0]!.response_body!), { data: first.json.data }, 'the record alone')
+  t.notOk(stored.some((row) => row.response_body?.includes('whsec_')), 'no secret in the idempotency table')
+
+  const replay = await send()
+  t.equal(replay.headers['idempotency-replayed'], 'true')
+  t.equal(replay.json.secret, first.json.secret, 'the replay answers the secret, read from the endpoint')
+
+  const rotated = await call(t, app, { method: 'POST', url: `/v1/webhook-endpoints/${first.json.data.id}/rotate-secret`, key })
+  const later = await send()
+  t.equal(later.status, 201)
+  t.same(later.json, { data: first.json.data, secret: rotated.json.secret }, 'after a rotation, the record as created and the current secret')
+  t.equal((await endpointRow(first.json.data.id))!.secret, rotated.json.secret)
+  t.notOk((await storedAnswers(project.id)).some((row) => row.response_body?.includes('whsec_')), 'still none stored')
+
+  t.equal((await call(t, app, { method: 'DELETE', url: first.headers.location as string, key })).status, 204)
+  const gone = await send()
+  t.same([gone.status, gone.json.code], [404, 'not_found'], 'the endpoint deleted since: its secret is gone with it')
+  t.notOk(gone.headers['idempotency-replayed'])
+  t.equal((await call(t, app, { url: '/v1/webhook-endpoints', key })).json.data.length, 0, 'and nothing was created again')
+})
+
+t.test('an answer stored with its secret by an earlier version: the migration strips it, and a replay answers the current secret', async (t) => {
+  const { app, project, key, send, first } = await createdWithKey(t)
+  const { db } = await testDatabase()
+  // As the version before this one stored it: the answer as sent, the secret in it.
+  await db.execute(sql`update idempotency_keys set response_body = ${first.raw} where scope = ${project.id}`)
+  t.ok((await storedAnswers(project.id))[0]!.response_body!.includes(first.json.secret))
+  const rotated = await call(t, app, { method: 'POST', url: `/v1/webhook-endpoints/${first.json.data.id}/rotate-secret`, key })
+  t.equal((await send()).json.secret, rotated.json.secret, 'a replay never answers the stored secret')
+
+  const migration = readFileSync(new URL('../../drizzle/0011_idempotency_answers_without_secrets.sql', import.meta.url), 'utf8')
+  await db.execute(sql.raw(migration))
+  const [stored] = await storedAnswers(project.id)
+  t.same(JSON.parse(stored!.response_body!), { data: first.json.data }, 'the migration left the record alone')
+  t.same((await send()).json, { data: first.json.data, secret: rotated.json.secret })
 })

@@ -7,7 +7,8 @@ import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../../src/db/repos/dispatch.js'
 import { rowsOf } from '../../src/db/results.js'
-import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
+import { makeRepos } from '../../src/db/repos/index.js'
+import { projects, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { retryDelay } from '../../src/jobs/webhook-dispatcher.js'
 import { eventJson } from '../../src/webhooks/event-record.js'
@@ -154,6 +155,21 @@ t.test('a disabled endpoint’s deliveries are not claimed, and are once it is e
   t.same(await claimOf(endpoint), [])
   await db.update(webhook_endpoints).set({ enabled: true }).where(eq(webhook_endpoints.id, endpoint.id))
   t.equal((await claimOf(endpoint))[0]?.id, deliveryId)
+})
+
+t.test('while the project’s beta feature is off, its beta events’ deliveries are not claimed; they are once it is on', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/beta-switch')
+  const repos = makeRepos(db)
+  const beta = await repos.transaction((tx) => tx.outbox.record(endpoint.project_id, 'beta_tester.joined', { id: 'bt_AAAAAAAAAAAAAAAAAAAAA' }))
+  const { deliveryId: other } = await recordEvent(endpoint)
+  const [betaDelivery] = await db.select({ id: webhook_deliveries.id }).from(webhook_deliveries).where(eq(webhook_deliveries.event_id, beta.id))
+  await db.update(projects).set({ beta_enabled: false }).where(eq(projects.id, endpoint.project_id))
+  const claimed = await claimOf(endpoint)
+  t.same(claimed.map((c) => c.id), [other], 'the webhook.test delivery alone')
+  await repo.record(claimed.map((c) => outcome(c, {})))
+  t.match(await deliveryRow(betaDelivery!.id), { status: 'pending', attempts: 0, claimed_until: null }, 'the beta one waits, pending, never attempted')
+  await db.update(projects).set({ beta_enabled: true }).where(eq(projects.id, endpoint.project_id))
+  t.same((await claimOf(endpoint)).map((c) => c.id), [betaDelivery!.id], 'and goes once the feature is on again')
 })
 
 t.test('a failure: attempts, last_*, the next attempt after the wait, and failing_since from the first failure', async (t) => {

@@ -23,6 +23,7 @@ import {
   deliveryReaches,
   deliveryRow,
   endpointRow,
+  headArrived,
   manualTimers,
   recordEvent,
   recordingLog,
@@ -157,14 +158,14 @@ t.test('failing_since: set by the first failure, cleared by the next success', a
 
 t.test('the SSRF guard on: loopback is never reached, by a literal address, a name, or a resolver’s answer', async (t) => {
   const receiver = await startReceiver()
-  const resolve: Resolver = async (name) => {
+  const resolve: Resolver = async (name, signal) => {
     if (name === 'hooks.example.com') return [{ address: '127.0.0.1', family: 4 }]
     if (name === 'mixed.example.com')
       return [
-        { address: '203.0.113.7', family: 4 },
+        { address: '8.8.8.8', family: 4 },
         { address: '127.0.0.1', family: 4 },
       ]
-    return systemResolver(name)
+    return systemResolver(name, signal)
   }
   await startDispatcher(t, { allowPrivateNetworks: false, resolve })
   const cases = [
@@ -181,6 +182,22 @@ t.test('the SSRF guard on: loopback is never reached, by a literal address, a na
     t.match(row, { attempts: 1, last_response_status: null, last_error: c.error }, c.what)
   }
   t.equal(receiver.requests.length, 0, 'the receiver on 127.0.0.1 saw none of them')
+})
+
+t.test('a DNS lookup that never answers holds its slot no longer than the deadline; last_error names the host', async (t) => {
+  let stopped = 0
+  const never: Resolver = (_name, signal) => {
+    signal.addEventListener('abort', () => stopped++, { once: true })
+    return new Promise(() => {})
+  }
+  const dispatcher = await startDispatcher(t, { resolve: never, timeoutMs: 200, concurrency: 1 })
+  const { deliveryId } = await recordEvent(await createEndpoint('https://hangs.example.com/hook'), { deliveriesDue: () => dispatcher.wake() })
+  t.match(await deliveryReaches(deliveryId, 'pending', 1), { attempts: 1, last_response_status: null, last_error: 'the host name hangs.example.com did not resolve within 0.2 s' })
+  t.equal(stopped, 1, 'the lookup was told to stop')
+  const healthy = await startReceiver()
+  const next = await recordEvent(await createEndpoint(healthy.url), { deliveriesDue: () => dispatcher.wake() })
+  await deliveryReaches(next.deliveryId, 'succeeded')
+  t.pass('the one slot was free again for the next delivery')
 })
 
 t.test('a redirect is not followed: one failed attempt, and its target sees nothing', async (t) => {
@@ -204,10 +221,11 @@ t.test('each misbehaving receiver costs one attempt, and a healthy endpoint is d
     reset: await startReceiver('reset'),
   }
   const deliveries: Record<string, string> = {}
+  const slowHead = headArrived(t, receivers.slow.port)
   for (const [name, receiver] of Object.entries(receivers)) {
     deliveries[name] = (await recordEvent(await createEndpoint(receiver.url), { deliveriesDue: wake })).deliveryId
   }
-  await Promise.all([receivers.hang.received(1), receivers.slow.received(1)])
+  await Promise.all([receivers.hang.received(1), slowHead])
   t.match(await deliveryReaches(deliveries.huge!, 'succeeded'), { attempts: 1, last_response_status: 200 }, 'an endless body: success once its head is read, the rest never')
   t.match(await deliveryReaches(deliveries.reset!, 'pending', 1), { attempts: 1, last_response_status: null, last_error: 'connection reset' })
 
@@ -217,9 +235,12 @@ t.test('each misbehaving receiver costs one attempt, and a healthy endpoint is d
   t.equal(receivers.hang.open() + receivers.slow.open(), 2, 'delivered to the healthy endpoint while the hanging and the slow one held their attempts')
 
   t.equal(timers.fire(), 2, 'the two attempts still running reach their deadline')
-  for (const name of ['hang', 'slow']) {
-    t.match(await deliveryReaches(deliveries[name]!, 'pending', 1), { attempts: 1, last_error: 'timed out after 10 s' }, name)
-  }
+  t.match(await deliveryReaches(deliveries.hang!, 'pending', 1), { attempts: 1, last_response_status: null, last_error: 'timed out after 10 s' }, 'hang: no answer')
+  t.match(
+    await deliveryReaches(deliveries.slow!, 'succeeded', 1),
+    { attempts: 1, last_response_status: 200, last_error: null },
+    'slow: its 200 had arrived; the body cut off by the deadline changes nothing',
+  )
   for (const [name, receiver] of Object.entries(receivers)) t.equal(receiver.requests.length, 1, `${name}: one request`)
 })
 

@@ -22,6 +22,13 @@ const MALFORMED = [
   `https://hooks.example.com/${'x'.repeat(2048)}`,
 ]
 
+/** Internationalized host names: refused, with a message that asks for the ASCII form; that form is stored as sent. */
+const IDN: [unicode: string, ascii: string][] = [
+  ['https://bücher.example/hook', 'https://xn--bcher-kva.example/hook'],
+  ['https://hooks.例え.jp/in', 'https://hooks.xn--r8jz45g.jp/in'],
+  ['https://münchen.example:8443/', 'https://xn--mnchen-3ya.example:8443/'],
+]
+
 const PRIVATE = [
   'http://127.0.0.1/hook',
   'http://127.1:8080/hook',
@@ -40,6 +47,14 @@ const PRIVATE = [
   'http://[::ffff:169.254.169.254]/',
   'http://[fd00::1]/',
   'http://[fe80::1]/',
+  'https://192.0.2.10/',
+  'https://203.0.113.7/hook',
+  'http://255.255.255.255/',
+  'https://[2001:db8::1]/',
+  'http://[2002:7f00:1::]/',
+  'http://[64:ff9b::a9fe:a9fe]/latest/meta-data/',
+  'http://[64:ff9b:1::808:808]/',
+  'http://[fec0::1]/',
   'http://localhost/hook',
   'http://LOCALHOST:3000/hook',
   'http://localhost./hook',
@@ -53,6 +68,8 @@ const PUBLIC = [
   'http://hooks.example.com:8080/in?source=feedback&x=1',
   'https://93.184.216.34/hook',
   'https://[2606:4700::6810:85e5]/hook',
+  'https://[64:ff9b::5db8:d822]/hook',
+  'https://[2002:5db8:d822::1]/hook',
   'https://localhost.example.com/hook',
   'https://mylocalhost/hook',
   'https://hooks.example.com/@team/in',
@@ -78,11 +95,38 @@ t.test('a url with user info, a fragment, another scheme or no host is 400, on c
   t.equal((await call(t, app, { url: '/v1/webhook-endpoints', key })).json.data.length, 1, 'and no other was made')
 })
 
-t.test('a host written as a loopback, private, link-local or unique-local address, or localhost, is 400', async (t) => {
+t.test('port 0 is 400, however it is written, with private networks allowed too', async (t) => {
+  for (const config of [{}, { webhookAllowPrivateNetworks: true }]) {
+    const app = await testApp(config)
+    const { key } = await createProject()
+    const endpoint = await createEndpoint(t, app, key)
+    for (const url of ['https://hooks.example.com:0/hook', 'http://hooks.example.com:00/', 'https://93.184.216.34:0/']) {
+      await refuses(t, app, key, endpoint.url, url, /must not use port 0/)
+    }
+    const explicit = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: 'https://hooks.example.com:10/hook' } })
+    t.equal(explicit.status, 201, 'a port that is not 0 is accepted')
+  }
+})
+
+t.test('an internationalized host name is 400, asking for its ASCII (punycode) form, which is stored as sent', async (t) => {
   const app = await testApp()
   const { key } = await createProject()
   const endpoint = await createEndpoint(t, app, key)
-  for (const url of PRIVATE) await refuses(t, app, key, endpoint.url, url, /must not point to a loopback, private, link-local or unique-local address, or to localhost/)
+  for (const [unicode, ascii] of IDN) {
+    await refuses(t, app, key, endpoint.url, unicode, /written in ASCII \(a host name in its ASCII form, xn-- punycode for an internationalized one/)
+    t.equal(new URL(unicode).href, ascii, 'the form a browser would use')
+    const created = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: ascii } })
+    t.equal(created.status, 201, ascii)
+    t.equal(created.json.data.url, ascii, 'stored as sent')
+    await call(t, app, { method: 'DELETE', url: `/v1/webhook-endpoints/${created.json.data.id}`, key })
+  }
+})
+
+t.test('a host written as a loopback, private, link-local, unique-local or other non-public address, or localhost, is 400', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const endpoint = await createEndpoint(t, app, key)
+  for (const url of PRIVATE) await refuses(t, app, key, endpoint.url, url, /must not point to a loopback, private, link-local, unique-local or other non-public address, or to localhost/)
   t.same((await call(t, app, { url: endpoint.url, key })).json.data, endpoint.data, 'the endpoint is unchanged')
 })
 

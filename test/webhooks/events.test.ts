@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { eventJson } from '../../src/webhooks/event-record.js'
-import { call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { walkPages } from '../helpers/pages.js'
 import { age, createEndpoint, recordEvent, sendTest } from './helpers.js'
 
@@ -108,4 +108,35 @@ t.test("another project's event, a missing or a malformed id: 404; the free plan
   t.same([listed.status, listed.json.data], [200, []], "B's log holds nothing of A's")
   await recordEvent(b.id, 'webhook.test', endpoint.data)
   t.equal((await call(t, app, { url: '/v1/events', key: b.key })).json.data.length, 1, 'the free plan reads its own events')
+})
+
+t.test('while the beta feature is off, the log hides the beta area’s events (404 by id); on again, they are back', async (t) => {
+  const app = await testApp()
+  const project = await createProject()
+  const { key } = project
+  const written = await writes(t, app, key)
+  const all = (await call(t, app, { url: '/v1/events', key })).json.data as { id: string; type: string }[]
+  t.equal(all.length, written.length)
+  const beta = all.filter((e) => e.type.startsWith('beta_'))
+  const other = all.filter((e) => !e.type.startsWith('beta_'))
+  t.same([beta.length, other.length], [3, 1])
+
+  const setBeta = async (on: boolean) => {
+    const res = await call(t, app, { method: 'PATCH', url: `/admin/v1/projects/${project.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: { beta_enabled: on } })
+    t.equal(res.status, 200)
+  }
+  await setBeta(false)
+  t.equal((await call(t, app, { url: '/v1/beta/programs', key })).status, 403, 'the beta area answers 403 beta_disabled')
+  t.same((await call(t, app, { url: '/v1/events', key })).json.data, other, 'the list holds the other events alone')
+  t.same((await call(t, app, { url: '/v1/events?type=beta_tester.enrolled', key })).json.data, [], 'a beta type: an empty page, not a 403')
+  t.same(await walkPages(t, app, key, '/v1/events', 1), other.map((e) => e.id), 'and so do the cursor pages')
+  for (const event of beta) {
+    const res = await call(t, app, { url: `/v1/events/${event.id}`, key })
+    t.same([res.status, res.json.code], [404, 'not_found'], `${event.type} by id`)
+  }
+  t.equal((await call(t, app, { url: `/v1/events/${other[0]!.id}`, key })).status, 200, 'the changelog event is still shown')
+
+  await setBeta(true)
+  t.same((await call(t, app, { url: '/v1/events', key })).json.data, all, 'with the feature on again, every event')
+  t.equal((await call(t, app, { url: `/v1/events/${beta[0]!.id}`, key })).status, 200)
 })

@@ -5,6 +5,7 @@ import { eq, sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
+import { rowsOf } from '../../src/db/results.js'
 import { events, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import type { EventType } from '../../src/webhooks/event-types.js'
 import { call, createProject, type CallResult } from '../helpers/app.js'
@@ -87,4 +88,10 @@ export async function age(eventId: string, days: number): Promise<void> {
   const then = sql`now() - make_interval(days => ${days})`
   await db.update(events).set({ created_at: then }).where(eq(events.id, eventId))
   await db.update(webhook_deliveries).set({ created_at: then }).where(eq(webhook_deliveries.event_id, eventId))
+}
+
+/** The answers the project's Idempotency-Keys hold, as stored (null while a request runs). */
+export async function storedAnswers(projectId: string): Promise<{ key: string; response_body: string | null }[]> {
+  const { db } = await testDatabase()
+  return rowsOf(await db.execute(sql`select key, response_body from idempotency_keys where scope = ${projectId}`))
 }

@@ -1,10 +1,12 @@
 // Pruning (src/jobs/event-pruning.ts): events older than 30 days go, their deliveries with
 // them, in bounded batches; recent ones stay. Old events are written straight to the table.
-import { inArray, sql } from 'drizzle-orm'
+// Previous secrets past their 24 hours are cleared by the same runs.
+import { eq, inArray, sql, type SQL } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { makeRepos, type Repos } from '../../src/db/repos/index.js'
-import { events, webhook_deliveries } from '../../src/db/schema.js'
+import { events, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newId } from '../../src/domain/ids.js'
+import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { eventPruning } from '../../src/jobs/event-pruning.js'
 import { createProject } from '../helpers/app.js'
 import { explainPlan, indexScans, testDatabase } from '../helpers/db.js'
@@ -79,4 +81,42 @@ t.test("pruning's claim reads the oldest events from events_created_idx", async 
   const { db } = await testDatabase()
   const scans = indexScans(await explainPlan(makeRepos(db).outbox.expiredClaim(500)))
   t.ok(scans.some((scan) => scan.index === 'events_created_idx'), 'events_created_idx, not a scan of the whole log')
+})
+
+t.test('a previous secret past its 24 hours is cleared, in batches; one still valid, or none, is left alone', async (t) => {
+  const { db } = await testDatabase()
+  const project = await createProject()
+  const endpoint = (previous: string | null, expires: SQL | null) => ({
+    id: newId('we'),
+    project_id: project.id,
+    url: 'https://hooks.example.com/rotated',
+    secret: newWebhookSecret(),
+    previous_secret: previous,
+    previous_secret_expires_at: expires,
+  })
+  const expired = [
+    endpoint(newWebhookSecret(), sql`now() - interval '1 second'`),
+    endpoint(newWebhookSecret(), sql`now() - interval '3 days'`),
+    endpoint(newWebhookSecret(), sql`now()`),
+  ]
+  const valid = endpoint(newWebhookSecret(), sql`now() + interval '23 hours'`)
+  const never = endpoint(null, null)
+  await db.insert(webhook_endpoints).values([...expired, valid, never])
+  const before = await db.select().from(webhook_endpoints).where(eq(webhook_endpoints.project_id, project.id))
+
+  await eventPruning({ repos: makeRepos(db), log: logSink().log, batch: 2 }).runOnce()
+  const after = new Map((await db.select().from(webhook_endpoints).where(eq(webhook_endpoints.project_id, project.id))).map((row) => [row.id, row]))
+  for (const row of expired) {
+    t.match(after.get(row.id), { previous_secret: null, previous_secret_expires_at: null, secret: row.secret }, 'expired: cleared, the secret kept')
+  }
+  t.match(after.get(valid.id), { previous_secret: valid.previous_secret, secret: valid.secret }, 'still valid: kept')
+  t.ok(after.get(valid.id)!.previous_secret_expires_at, 'with its expiry')
+  t.match(after.get(never.id), { previous_secret: null, secret: never.secret })
+  for (const row of before) t.equal(after.get(row.id)!.updated_at.getTime(), row.updated_at.getTime(), 'updated_at (and so the ETag) unchanged')
+})
+
+t.test("the expired secrets' claim reads webhook_endpoints_previous_secret_idx", async (t) => {
+  const { db } = await testDatabase()
+  const scans = indexScans(await explainPlan(makeRepos(db).webhooks.expiredSecretsClaim(500)))
+  t.ok(scans.some((scan) => scan.index === 'webhook_endpoints_previous_secret_idx'), 'the partial index, not a scan of every endpoint')
 })

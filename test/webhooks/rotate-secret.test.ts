@@ -2,7 +2,7 @@
 // replaces is kept as the previous secret for 24 hours (deliveries carry both signatures then).
 import t from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { createEndpoint, endpointRow, SECRET } from './helpers.js'
+import { createEndpoint, endpointRow, SECRET, storedAnswers } from './helpers.js'
 
 const DAY = 86_400_000
 
@@ -54,6 +54,27 @@ t.test('a disabled endpoint may rotate; the body must be empty; an Idempotency-K
   t.equal(replay.headers['idempotency-replayed'], 'true')
   t.equal(replay.json.secret, once.json.secret)
   t.equal((await endpointRow(created.id))!.secret, once.json.secret, 'rotated once')
+})
+
+t.test('an Idempotency-Key keeps no secret: a replay answers the secret as it is then, and 404 once the endpoint is deleted', async (t) => {
+  const app = await testApp()
+  const project = await createProject()
+  const { key } = project
+  const created = await createEndpoint(t, app, key)
+  const rotate = () => call(t, app, { method: 'POST', url: `${created.url}/rotate-secret`, key, headers: { 'idempotency-key': 'rotate-2' } })
+  const once = await rotate()
+  t.equal(once.status, 200)
+  t.notOk((await storedAnswers(project.id)).some((row) => row.response_body?.includes('whsec_')), 'no secret in the idempotency table')
+  t.equal((await rotate()).json.secret, once.json.secret, 'the replay answers the secret')
+
+  const later = await call(t, app, { method: 'POST', url: `${created.url}/rotate-secret`, key })
+  const replay = await rotate()
+  t.equal(replay.headers['idempotency-replayed'], 'true')
+  t.same(replay.json, { data: once.json.data, secret: later.json.secret }, 'after another rotation, the current secret')
+
+  await call(t, app, { method: 'DELETE', url: created.url, key })
+  const gone = await rotate()
+  t.same([gone.status, gone.json.code], [404, 'not_found'])
 })
 
 t.test("another project's, a missing or a malformed id: 404; the free plan: 403", async (t) => {

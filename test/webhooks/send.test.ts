@@ -2,13 +2,13 @@
 // every misbehaviour ends the attempt (the deadline is fired by the test, never waited for).
 // The SSRF guard on the address actually connected to: a literal address, a name, an injected
 // resolver's answer, a mixed answer, and the connection's own check.
-import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import http from 'node:http'
+import { createSocket } from 'node:dgram'
 import { createServer, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { BODY_LIMIT, guardConnections, Sender, systemResolver, type Attempt, type Resolver } from '../../src/webhooks/send.js'
+import { BODY_LIMIT, dnsResolver, guardConnections, Sender, systemResolver, type Attempt, type Resolver } from '../../src/webhooks/send.js'
 import { startReceiver } from '../helpers/receiver.js'
-import { manualTimers, waitUntil } from '../helpers/webhooks.js'
+import { headArrived, manualTimers, waitUntil } from '../helpers/webhooks.js'
 
 const attemptTo = (url: string): Attempt => ({
   url,
@@ -86,19 +86,49 @@ t.test('a receiver that never answers: the deadline ends the attempt', async (t)
   t.pass('and its connection was closed')
 })
 
-t.test('a receiver that answers 200 and then trickles its body: the deadline covers the body too', async (t) => {
+t.test('a receiver that answers 200 and then trickles its body: the status line decided, the deadline ends the read', async (t) => {
   const receiver = await startReceiver('slow')
   const { sender: s, timers } = sender(t, { timeoutMs: 2500 })
-  // Node announces each response whose head has arrived: the deadline fires once this one's has.
-  let headReceived!: () => void
-  const head = new Promise<void>((resolve) => (headReceived = resolve))
-  const onResponse = () => headReceived()
-  subscribe('http.client.response.finish', onResponse)
-  t.teardown(() => unsubscribe('http.client.response.finish', onResponse))
+  const head = headArrived(t)
   const result = s.send(attemptTo(receiver.url))
   await head
   timers.fire()
-  t.same(await result, { kind: 'timeout', status: 200, error: 'timed out after 2.5 s' })
+  t.same(await result, { kind: 'succeeded', status: 200, error: null })
+  await waitUntil(async () => receiver.open(), (open) => open === 0)
+  t.pass('and its connection was closed')
+})
+
+t.test('once the status line has arrived, what becomes of the body does not change the outcome', async (t) => {
+  const receiver = await startReceiver()
+  const { sender: s, timers } = sender(t)
+  const cases = [
+    { status: 200, end: 'reset', expected: { kind: 'succeeded', status: 200, error: null } },
+    { status: 202, end: 'deadline', expected: { kind: 'succeeded', status: 202, error: null } },
+    { status: 500, end: 'reset', expected: { kind: 'http_error', status: 500, error: 'answered 500' } },
+    { status: 503, end: 'deadline', expected: { kind: 'http_error', status: 503, error: 'answered 503' } },
+    { status: 410, end: 'reset', expected: { kind: 'http_error', status: 410, error: 'answered 410 Gone: the endpoint is disabled' } },
+  ] as const
+  for (const c of cases) {
+    receiver.answer({ head: c.status })
+    const head = headArrived(t)
+    const result = s.send(attemptTo(receiver.url))
+    await head
+    if (c.end === 'reset') receiver.resetOpen()
+    else timers.fire()
+    t.same(await result, c.expected, `${c.status}, then its body ${c.end === 'reset' ? 'reset' : 'never came'}`)
+  }
+  t.equal(timers.pending(), 0, 'no deadline left running')
+})
+
+t.test('a shutdown that cannot wait, once the status line has arrived: the answer decides', async (t) => {
+  const receiver = await startReceiver({ head: 200 })
+  const { sender: s } = sender(t)
+  const abort = new AbortController()
+  const head = headArrived(t)
+  const result = s.send({ ...attemptTo(receiver.url), signal: abort.signal })
+  await head
+  abort.abort()
+  t.same(await result, { kind: 'succeeded', status: 200, error: null }, 'a success, not given back to be sent again')
 })
 
 t.test('an endless body: read to the limit, then the connection is closed; the 2xx counts', async (t) => {
@@ -154,6 +184,88 @@ t.test('a reset connection, a refused one, a name that does not resolve, an answ
   t.same(await s.send(attemptTo(`http://127.0.0.1:${(garbage.address() as AddressInfo).port}/`)), { kind: 'network', status: null, error: 'the answer was not valid HTTP' })
 })
 
+/** A resolver that never answers: it notes each name asked and whether it was told to stop. */
+function silentResolver() {
+  const asked: { hostname: string; stopped: boolean }[] = []
+  let notify = () => {}
+  const resolve: Resolver = (hostname, signal) => {
+    const lookup = { hostname, stopped: signal.aborted }
+    signal.addEventListener('abort', () => (lookup.stopped = true), { once: true })
+    asked.push(lookup)
+    notify()
+    return new Promise(() => {})
+  }
+  const lookedUp = () => new Promise<void>((resolve) => (asked.length > 0 ? resolve() : (notify = resolve)))
+  return { resolve, asked, lookedUp }
+}
+
+t.test('a lookup that never answers: the deadline ends the attempt, says so, and tells the lookup to stop', async (t) => {
+  const dns = silentResolver()
+  const { sender: s, timers } = sender(t, { resolve: dns.resolve, timeoutMs: 10_000 })
+  const result = s.send(attemptTo('https://hooks.example.com/hook'))
+  await dns.lookedUp()
+  t.same(dns.asked, [{ hostname: 'hooks.example.com', stopped: false }], 'the name is being looked up')
+  timers.fire()
+  t.same(await result, { kind: 'timeout', status: null, error: 'the host name hooks.example.com did not resolve within 10 s' })
+  t.same(dns.asked, [{ hostname: 'hooks.example.com', stopped: true }], 'and its lookup was told to stop')
+})
+
+t.test('with the real clock: a short deadline ends a lookup that never answers', async (t) => {
+  const dns = silentResolver()
+  const s = new Sender({ allowPrivateNetworks: false, resolve: dns.resolve, timeoutMs: 200 })
+  t.teardown(() => s.close())
+  t.same(await s.send(attemptTo('https://hooks.example.com/hook')), { kind: 'timeout', status: null, error: 'the host name hooks.example.com did not resolve within 0.2 s' })
+  t.equal(dns.asked[0]?.stopped, true)
+})
+
+t.test('a lookup that fails says how, never as a connection failure', async (t) => {
+  for (const [code, error] of [
+    ['ETIMEOUT', 'the host name hooks.example.com did not resolve: DNS did not answer in time'],
+    ['ENODATA', 'the host name hooks.example.com did not resolve'],
+    ['ECONNREFUSED', 'the host name hooks.example.com did not resolve (ECONNREFUSED)'],
+    ['ESERVFAIL', 'the host name hooks.example.com did not resolve (ESERVFAIL)'],
+  ] as const) {
+    const failing: Resolver = async () => {
+      throw Object.assign(new Error('queryA'), { code })
+    }
+    t.same(await sender(t, { resolve: failing }).sender.send(attemptTo('https://hooks.example.com/hook')), { kind: 'network', status: null, error }, code)
+  }
+})
+
+t.test('the DNS resolver: its own queries, cancelled when the attempt ends; localhost is loopback without a query', async (t) => {
+  // A DNS server that takes every query and never answers.
+  const blackHole = createSocket('udp4')
+  let queries = 0
+  let queried = () => {}
+  blackHole.on('message', () => {
+    queries++
+    queried()
+  })
+  await new Promise<void>((resolve) => blackHole.bind(0, '127.0.0.1', resolve))
+  t.teardown(() => blackHole.close())
+  const resolve = dnsResolver({ servers: [`127.0.0.1:${blackHole.address().port}`] })
+
+  t.same(await resolve('api.localhost', new AbortController().signal), [
+    { address: '127.0.0.1', family: 4 },
+    { address: '::1', family: 6 },
+  ])
+  t.equal(queries, 0, 'localhost asks no server')
+
+  const ended = new AbortController()
+  const lookup = resolve('hooks.example.com', ended.signal)
+  await new Promise<void>((resolve) => (queries > 0 ? resolve() : (queried = resolve)))
+  ended.abort()
+  await t.rejects(lookup, { code: 'ECANCELLED' }, 'the queries are cancelled at once')
+
+  const { sender: s, timers } = sender(t, { resolve })
+  queries = 0
+  const asked = new Promise<void>((resolve) => (queried = resolve))
+  const result = s.send(attemptTo('https://hooks.example.com/hook'))
+  await asked
+  timers.fire()
+  t.same(await result, { kind: 'timeout', status: null, error: 'the host name hooks.example.com did not resolve within 10 s' })
+})
+
 t.test('a URL that is neither http nor https', async (t) => {
   const { sender: s } = sender(t)
   t.same(await s.send(attemptTo('ftp://example.com/')), { kind: 'network', status: null, error: 'the URL is neither http nor https' })
@@ -183,7 +295,7 @@ t.test('the SSRF guard on', async (t) => {
   t.same(await guarded(async () => [{ address: '10.0.0.5', family: 4 }]).send(attemptTo('https://hooks.example.com/hook')), blocked('10.0.0.5'), 'or to a private address')
   t.same(
     await guarded(async () => [
-      { address: '203.0.113.7', family: 4 },
+      { address: '8.8.8.8', family: 4 },
       { address: '127.0.0.1', family: 4 },
     ]).send(attemptTo(`http://hooks.example.com:${receiver.port}/hook`)),
     blocked('127.0.0.1'),
@@ -192,7 +304,7 @@ t.test('the SSRF guard on', async (t) => {
   t.same(
     await guarded(async () => [
       { address: 'fd00::1', family: 6 },
-      { address: '203.0.113.7', family: 4 },
+      { address: '8.8.8.8', family: 4 },
     ]).send(attemptTo('https://hooks.example.com/hook')),
     blocked('fd00::1'),
     'whichever comes first',

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import { eventJson } from '../../webhooks/event-record.js'
+import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
 
@@ -72,11 +73,21 @@ const FAILING_DISABLES_AFTER = sql.raw(`interval '5 days'`)
 
 const ms = (value: unknown) => new Date(Number(value))
 
+/**
+ * Whether the delivery `d` may be sent as far as its project is concerned: an event of the beta
+ * area only while the project has the beta feature (the event log hides them meanwhile too).
+ * The types are constants of event-types.ts, written into the statement.
+ */
+const projectSends = sql.raw(
+  `(d.event_type not in (${BETA_EVENT_TYPES.map((type) => `'${type}'`).join(', ')}) or exists (select 1 from projects p where p.id = d.project_id and p.beta_enabled))`,
+)
+
 export function dispatchRepo(db: Database) {
   return {
     /**
      * Claims due deliveries, soonest due first: pending, due now, unclaimed (or their claim's
-     * lease has run out), to an enabled endpoint that has fewer than `perEndpoint` attempts in
+     * lease has run out), of an event the project may be sent (projectSends), to an enabled
+     * endpoint that has fewer than `perEndpoint` attempts in
      * flight (claims younger than `attemptMs`), at most `perEndpoint` to any one endpoint. Rows that another instance is claiming
      * or recording at this moment are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED:
      * the lock the claim's UPDATE takes anyway).
@@ -105,7 +116,7 @@ export function dispatchRepo(db: Database) {
             left join busy b on b.endpoint_id = d.endpoint_id
             where d.status = 'pending' and d.next_attempt_at <= now()
               and (d.claimed_until is null or d.claimed_until <= now())
-              and e.enabled and coalesce(b.n, 0) < ${options.perEndpoint}
+              and e.enabled and coalesce(b.n, 0) < ${options.perEndpoint} and ${projectSends}
             order by d.next_attempt_at
             limit ${scan}
           ), candidate as (
@@ -125,7 +136,7 @@ export function dispatchRepo(db: Database) {
           update webhook_deliveries d
           set claimed_until = now() + ${options.leaseMs}::int * interval '1 millisecond', claim_token = ${token}
           from locked, webhook_endpoints e, events ev
-          where d.id = locked.id and e.id = d.endpoint_id and ev.id = d.event_id and e.enabled
+          where d.id = locked.id and e.id = d.endpoint_id and ev.id = d.event_id and e.enabled and ${projectSends}
           returning d.id, d.endpoint_id, d.attempts,
             (extract(epoch from d.created_at) * 1000)::float8 as created_ms,
             (extract(epoch from now()) * 1000)::float8 as claimed_ms,

@@ -3,13 +3,14 @@
 // event, even if the process dies the next instant; one that fails or rolls back never does.
 import { inArray, lt, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
+import { EVENT_LOG_DAYS } from '../../webhooks/event-record.js'
 import { EVERY_TYPE, type EventType } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
 import { events } from '../schema.js'
 
-/** How long the event log keeps an event (api-contract §10): GET /v1/events shows this much, pruning deletes what is older. */
-export const EVENT_RETENTION = sql.raw(`interval '30 days'`)
+/** How long the event log keeps an event, as an interval: GET /v1/events shows this much, pruning deletes what is older. */
+export const EVENT_RETENTION = sql.raw(`interval '${EVENT_LOG_DAYS} days'`)
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 /**
@@ -21,16 +22,24 @@ const deliveryId = sql.raw(
 )
 
 /**
- * The deliveries of the events the CTE `event` inserted (its id, project_id, type and
- * created_at): one pending delivery, due now, for each enabled endpoint of the event's project
- * subscribed to its type.
+ * The one insert of events, for a CTE named `event`: `source` selects (or `values`) their id,
+ * project_id, type and data; it returns what their deliveries need.
  */
-const deliveriesOfEvent = sql`
+const insertEvents = (source: SQL) => sql`insert into events (id, project_id, type, data) ${source} returning id, project_id, type, created_at`
+
+/**
+ * The one insert of deliveries, of the events the CTE `event` inserted: one pending delivery,
+ * due now, for each endpoint `e` of the event's project that `to` picks; returns their ids.
+ */
+const insertDeliveries = (to: SQL) => sql`
   insert into webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
   select ${deliveryId}, event.project_id, e.id, event.id, event.type, event.created_at, event.created_at
   from event join webhook_endpoints e on e.project_id = event.project_id
-  where e.enabled and (${EVERY_TYPE} = any(e.events) or event.type = any(e.events))
-  returning 1`
+  where ${to}
+  returning id`
+
+/** The endpoints an event goes to: the enabled ones subscribed to its type. */
+const subscribed = sql`e.enabled and (${EVERY_TYPE} = any(e.events) or event.type = any(e.events))`
 
 /**
  * An event and its deliveries as CTEs (`event`, `delivery`) of the statement that makes the
@@ -41,8 +50,8 @@ const deliveriesOfEvent = sql`
  * for how many deliveries it made due.
  */
 export function eventCtes(db: Database, source: SQL) {
-  const event = db.$with('event', { id: sql<string>`id` }).as(sql`insert into events (id, project_id, type, data) ${source} returning id, project_id, type, created_at`)
-  const delivery = db.$with('delivery', {}).as(deliveriesOfEvent)
+  const event = db.$with('event', { id: sql<string>`id` }).as(insertEvents(source))
+  const delivery = db.$with('delivery', {}).as(insertDeliveries(subscribed))
   return { ctes: [event, delivery], deliveries: sql<number>`(select count(*)::int from delivery)`.mapWith(Number) }
 }
 
@@ -69,6 +78,9 @@ export function timestampedData(record: (at: Date) => unknown): { dataBefore: st
 /** A date no record holds (the year 0). */
 const STAND_IN = new Date('0000-01-01T00:00:00.000Z')
 const STAND_IN_JSON = JSON.stringify(STAND_IN.toISOString())
+
+/** One event's values, for insertEvents: `data` is the resource's record, as JSON text. */
+const eventValues = (id: string, projectId: string, type: EventType, data: unknown) => sql`values (${id}, ${projectId}, ${type}, ${JSON.stringify(data)})`
 
 export interface RecordedEvent {
   id: string
@@ -103,10 +115,7 @@ export function outboxRepo(db: Database, inTransaction: { due(): void } | undefi
       const id = newId('evt')
       const [row] = rowsOf<{ deliveries: number }>(
         await db.execute(sql`
-          with event as (
-            insert into events (id, project_id, type, data) values (${id}, ${projectId}, ${type}, ${JSON.stringify(data)})
-            returning id, project_id, type, created_at
-          ), delivery as (${deliveriesOfEvent})
+          with event as (${insertEvents(eventValues(id, projectId, type, data))}), delivery as (${insertDeliveries(subscribed)})
           select count(*)::int as deliveries from delivery`),
       )
       const deliveries = row?.deliveries ?? 0
@@ -122,21 +131,14 @@ export function outboxRepo(db: Database, inTransaction: { due(): void } | undefi
     async recordFor(projectId: string, endpointId: string, type: EventType, data: unknown): Promise<{ id: string; delivery: string }> {
       if (!inTransaction) throw new Error('outbox.recordFor must run in a transaction: use repos.transaction()')
       const id = newId('evt')
-      const delivery = newId('wd')
-      const written = rowsOf<{ id: string }>(
+      const [written] = rowsOf<{ id: string }>(
         await db.execute(sql`
-          with event as (
-            insert into events (id, project_id, type, data) values (${id}, ${projectId}, ${type}, ${JSON.stringify(data)})
-            returning id, project_id, type, created_at
-          )
-          insert into webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
-          select ${delivery}, event.project_id, e.id, event.id, event.type, event.created_at, event.created_at
-          from event join webhook_endpoints e on e.project_id = event.project_id and e.id = ${endpointId}
-          returning id`),
+          with event as (${insertEvents(eventValues(id, projectId, type, data))}), delivery as (${insertDeliveries(sql`e.id = ${endpointId}`)})
+          select id from delivery`),
       )
-      if (written.length === 0) throw new Error(`${endpointId} is not an endpoint of ${projectId}`)
+      if (!written) throw new Error(`${endpointId} is not an endpoint of ${projectId}`)
       inTransaction.due()
-      return { id, delivery }
+      return { id, delivery: written.id }
     },
 
     /**

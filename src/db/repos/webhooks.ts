@@ -1,20 +1,20 @@
 // The API's side of webhooks: a project's endpoints, their deliveries as the API shows and retries
 // them, and the event log's reads. Events and their deliveries are written by the outbox
 // (outbox.ts); the dispatcher claims and attempts deliveries with its own queries.
-import { and, count, eq, exists, sql } from 'drizzle-orm'
+import { and, count, eq, exists, inArray, isNotNull, lte, notInArray, or, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import type { EventRow } from '../../webhooks/event-record.js'
+import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
+import { EVENT_RETENTION } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { projectIdOf, type ProjectScope } from './scope.js'
 import { events, projects, webhook_deliveries, webhook_endpoints } from '../schema.js'
 
 /** At most this many endpoints per project (api-contract §10). */
 export const MAX_ENDPOINTS = 10
-/** The event log's window: older events are invisible to the API, pruned or not. */
-export const EVENT_WINDOW_DAYS = 30
 
 const e = webhook_endpoints
 const d = webhook_deliveries
@@ -100,7 +100,12 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
 
   const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
     and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id))
-  const inEventWindow = sql`${events.created_at} > now() - ${sql.raw(`interval '${EVENT_WINDOW_DAYS} days'`)}`
+  // Older events are invisible to the API, pruned or not.
+  const inEventWindow = sql`${events.created_at} > now() - ${EVENT_RETENTION}`
+  // An event of the beta area is shown while the project has the beta feature (read once per
+  // statement: the subquery does not depend on the row).
+  const shownEvent = (scope: ProjectScope) =>
+    or(notInArray(events.type, [...BETA_EVENT_TYPES]), sql`(select ${projects.beta_enabled} from ${projects} where ${projects.id} = ${projectIdOf(scope)})`)
 
   // The page queries, each in the order of an index (test/webhooks/list-plans.test.ts holds it).
   const endpointsQuery = (scope: ProjectScope, options: PageOptions) => {
@@ -142,6 +147,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
           eq(events.project_id, projectIdOf(scope)),
           options.type ? eq(events.type, options.type) : undefined,
           inEventWindow,
+          shownEvent(scope),
           rowsAfter(events.created_at, events.id, page.after),
         ),
       )
@@ -149,6 +155,20 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       .limit(options.limit)
       .offset(page.offset)
   }
+
+  /**
+   * Endpoints whose previous secret has expired, soonest expired first, locked unless another
+   * transaction holds them (a rotation, a dispatcher recording): from
+   * webhook_endpoints_previous_secret_idx (a test holds it to that).
+   */
+  const expiredSecretsClaim = (limit: number) =>
+    db
+      .select({ id: e.id })
+      .from(e)
+      .where(and(isNotNull(e.previous_secret), lte(e.previous_secret_expires_at, sql`now()`)))
+      .orderBy(e.previous_secret_expires_at)
+      .limit(limit)
+      .for('no key update', { skipLocked: true })
 
   return {
     get,
@@ -228,6 +248,29 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     },
 
     /**
+     * Clears up to `limit` previous secrets whose 24 hours after a rotation have passed, so that
+     * a secret no delivery is signed with any more is not kept; returns how many. Endpoints held
+     * by another transaction are skipped, not waited for (the next run clears them). Nothing the
+     * record shows changes, so neither does its ETag.
+     */
+    async clearExpiredSecrets(limit: number): Promise<number> {
+      const rows = await db
+        .update(e)
+        .set({ previous_secret: null, previous_secret_expires_at: null })
+        .where(inArray(e.id, expiredSecretsClaim(limit)))
+        .returning({ id: e.id })
+      return rows.length
+    },
+    /** clearExpiredSecrets's claim, for EXPLAIN. */
+    expiredSecretsClaim,
+
+    /** The endpoint's signing secret as it is now (an Idempotency-Key replay answers it; nothing else reads it here). */
+    async secret(projectId: string, id: string): Promise<string | undefined> {
+      const [row] = await db.select({ secret: e.secret }).from(e).where(ofProject(projectId, id))
+      return row?.secret
+    },
+
+    /**
      * The endpoint, locked against a change or a delete until the caller's transaction ends: what
      * it is told here (enabled, say) stays true while the caller writes for it.
      */
@@ -282,15 +325,19 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
 
     eventsQuery,
 
-    /** `limit` events of the last EVENT_WINDOW_DAYS from `offset` or after a row, newest first; the caller asks for one more than a page. */
+    /**
+     * `limit` events of the last EVENT_LOG_DAYS from `offset` or after a row, newest first
+     * (the caller asks for one more than a page); those of the beta area only while the project
+     * has the beta feature.
+     */
     events: async (scope: ProjectScope, options: EventListOptions): Promise<EventRow[]> => eventsQuery(scope, options),
 
-    /** The event, while it is in the window. */
+    /** The event, while it is in the window (and, of the beta area, while the project has the beta feature). */
     async event(scope: ProjectScope, id: string): Promise<EventRow | undefined> {
       const [row] = await db
         .select(eventColumns)
         .from(events)
-        .where(and(eq(events.project_id, projectIdOf(scope)), eq(events.id, id), inEventWindow))
+        .where(and(eq(events.project_id, projectIdOf(scope)), eq(events.id, id), inEventWindow, shownEvent(scope)))
       return row
     },
   }

@@ -1,0 +1,1 @@
+CREATE INDEX "webhook_endpoints_previous_secret_idx" ON "webhook_endpoints" USING btree ("previous_secret_expires_at") WHERE "webhook_endpoints"."previous_secret" is not null;
