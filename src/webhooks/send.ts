@@ -121,9 +121,14 @@ export interface Attempt {
 export const DEFAULT_TIMEOUT_MS = 10_000
 /** Bytes of an answer read at most; a longer one has its connection closed instead of drained. */
 export const BODY_LIMIT = 4096
-/** Idle keep-alive connections kept per origin, and how long each may wait for the next delivery. */
+/**
+ * Idle keep-alive connections kept per origin, and how long each may wait for the next delivery:
+ * less than the 5 s after which common servers (Node's, Apache's) close an idle connection, so
+ * that the receiver seldom closes one as an attempt is sent on it. A server that announces its
+ * own (`Keep-Alive: timeout=N`) is given a second less than that by Node's agent.
+ */
 const FREE_SOCKETS_PER_ORIGIN = 8
-const IDLE_SOCKET_MS = 15_000
+const IDLE_SOCKET_MS = 4_000
 const MAX_ERROR_LENGTH = 500
 const USER_AGENT = 'feedback-service-webhooks/1'
 
@@ -269,12 +274,10 @@ export class Sender {
     if (this.#guard && literal !== undefined && isForbiddenAddress(literal)) return { kind: 'blocked', status: null, error: new BlockedAddress(literal).message }
     if (attempt.signal?.aborted) return 'aborted'
 
-    let expired = false
     let resolving = false
     // Aborted once the attempt has ended, however it ended: a lookup still running stops then.
     const ended = new AbortController()
     const deadline = this.#timers.setTimeout(() => {
-      expired = true
       abortCurrent?.(new Deadline(resolving))
       ended.abort()
     }, this.#timeoutMs)
@@ -283,12 +286,11 @@ export class Sender {
     attempt.signal?.addEventListener('abort', onAbort, { once: true })
     const lookup = guardedLookup(this.#resolve, this.#guard, ended.signal, (active) => (resolving = active))
     try {
-      let outcome = await this.#exchange(url, attempt, lookup, (abort) => (abortCurrent = abort))
-      // A kept-alive connection the receiver had closed as this one was sent on it (Node's
-      // documented race): once more, on another connection, within the same deadline.
-      if (outcome.retryable && !expired && !attempt.signal?.aborted) {
-        outcome = await this.#exchange(url, attempt, lookup, (abort) => (abortCurrent = abort))
-      }
+      // One request per attempt, even when a kept-alive connection fails under it: a receiver
+      // that closed an idle connection as the attempt was sent on it cannot be told from one
+      // that read the delivery and then reset the connection, and the latter must not be sent
+      // it twice. Either way the attempt failed and the schedule makes the next.
+      const outcome = await this.#exchange(url, attempt, lookup, (abort) => (abortCurrent = abort))
       // Once its status line has arrived, the receiver has answered: a 2xx is a success and
       // anything else a failure with that status, whatever becomes of the body after it (it is
       // read only so that the connection may serve again; it never changes the outcome).
@@ -308,24 +310,21 @@ export class Sender {
 
   /**
    * One request and its answer, read to its end or to BODY_LIMIT. `status` once the answer's
-   * status line has arrived; otherwise `error` says why none did, and `retryable` is set when a
-   * reused connection failed before any answer.
+   * status line has arrived; otherwise `error` says why none did.
    */
   #exchange(
     url: URL,
     attempt: Attempt,
     lookup: LookupFunction,
     setAbort: (abort: (error: Error) => void) => void,
-  ): Promise<{ status: number | null; error?: unknown; retryable?: boolean }> {
+  ): Promise<{ status: number | null; error?: unknown }> {
     return new Promise((resolve) => {
       let status: number | null = null
       let settled = false
       const settle = (error?: unknown) => {
         if (settled) return
         settled = true
-        const code = (error as NodeJS.ErrnoException | undefined)?.code
-        const retryable = error !== undefined && status === null && request.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')
-        resolve({ status, ...(error === undefined ? {} : { error }), ...(retryable ? { retryable } : {}) })
+        resolve({ status, ...(error === undefined ? {} : { error }) })
       }
       const body = Buffer.from(attempt.body)
       let request: http.ClientRequest
