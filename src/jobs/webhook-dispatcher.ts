@@ -6,9 +6,11 @@
 //
 // When it works: at once when a transaction on this instance made deliveries due (the
 // repositories' deliveriesDue hook calls wake()), and every second otherwise, so that a delivery
-// written or retried on another instance is attempted within about 2 s; and again as soon as an
-// attempt ends, so that a backlog keeps every slot busy (one claim runs at a time: the looks of
-// attempts that end together are one).
+// written or retried on another instance is attempted within about 2 s; and again as soon as a
+// slot may be filled, so that a backlog keeps every slot busy: when an attempt ends, when its
+// outcome is recorded (until then the database counts it against its endpoint's limit), and
+// right after a claim that passed over due deliveries (one claim runs at a time: the looks that
+// come while one is under way are one, made when it ends).
 //
 // At most `concurrency` attempts at once on this instance, and `perEndpoint` to any one endpoint
 // on all instances together, so that an endpoint that hangs holds a few slots for its 10 s,
@@ -134,12 +136,15 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     claiming = repo
       .claim({ limit: room, perEndpoint, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
       .then(
-        (claimed) => {
+        ({ deliveries: claimed, more }) => {
           healthy()
           // The claim may have been on its way when stop() came: none of these has begun.
           if (claimed.length > 0) changed = true
           if (stopping) aborted.push(...claimed)
           else for (const claim of claimed) begin(claim)
+          // Deliveries it passed over (an endpoint's limit reached) may have hidden others': the
+          // next claim, those endpoints full now, looks past them.
+          if (more) again = true
         },
         (error: unknown) => unhealthy(error, 'claim due deliveries'),
       )
@@ -210,6 +215,8 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         (recorded) => {
           healthy()
           changed = true
+          // The recorded attempts no longer count against their endpoints' limits: their next deliveries may go.
+          look()
           for (const endpoint of recorded.disabled) {
             log.warn({ endpoint_id: endpoint.id, reason: endpoint.reason }, `webhook endpoint ${endpoint.id} disabled: ${endpoint.reason === 'gone' ? 'it answered 410 Gone' : 'every attempt to it failed for 5 days'}`)
           }

@@ -23,7 +23,7 @@ const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select (ex
 /** Claims, keeping these endpoints' deliveries and giving back the rest (earlier tests' deliveries that are still due). */
 async function claimFor(endpoints: EndpointRow[], perEndpoint = 100): Promise<ClaimedDelivery[]> {
   const ids = new Set(endpoints.map((e) => e.id))
-  const claimed = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE, attemptMs: ATTEMPT })
+  const { deliveries: claimed } = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE, attemptMs: ATTEMPT })
   await repo.release(claimed.filter((c) => !ids.has(c.endpointId)))
   return claimed.filter((c) => ids.has(c.endpointId))
 }

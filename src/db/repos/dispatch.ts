@@ -28,6 +28,17 @@ export interface ClaimedDelivery {
   claimedAt: Date
 }
 
+/** What a claim took, and whether due deliveries were left that another claim may take at once. */
+export interface Claim {
+  deliveries: ClaimedDelivery[]
+  /**
+   * The claim passed over due deliveries: some beyond an endpoint's limit (or locked by another
+   * instance's claim), which may have kept other endpoints' deliveries out of the rows it looked
+   * at. Another claim at once looks past them, those endpoints being full now.
+   */
+  more: boolean
+}
+
 export interface ClaimOptions {
   /** Deliveries claimed at most. */
   limit: number
@@ -86,8 +97,8 @@ export function dispatchRepo(db: Database) {
      * the rows behind it from being reached. Each candidate is then locked and its conditions
      * checked again, on the row as it is now.
      */
-    async claim(options: ClaimOptions): Promise<ClaimedDelivery[]> {
-      if (options.limit <= 0) return []
+    async claim(options: ClaimOptions): Promise<Claim> {
+      if (options.limit <= 0) return { deliveries: [], more: false }
       const token = randomUUID()
       // Enough rows to fill the batch after the per-endpoint limit has dropped some.
       const scan = options.limit * 4
@@ -121,20 +132,22 @@ export function dispatchRepo(db: Database) {
               and d.status = 'pending' and d.next_attempt_at <= now()
               and (d.claimed_until is null or d.claimed_until <= now())
             for no key update skip locked
+          ), claimed as (
+            update webhook_deliveries d
+            set claimed_until = now() + ${options.leaseMs}::int * interval '1 millisecond', claim_token = ${token}
+            from locked, webhook_endpoints e, events ev
+            where d.id = locked.id and e.id = d.endpoint_id and ev.id = d.event_id and e.enabled
+            returning d.id, d.endpoint_id, d.attempts,
+              (extract(epoch from d.created_at) * 1000)::float8 as created_ms,
+              (extract(epoch from now()) * 1000)::float8 as claimed_ms,
+              e.url, e.secret,
+              case when e.previous_secret_expires_at > now() then e.previous_secret end as previous_secret,
+              ev.id as event_id, ev.type as event_type, ev.data as event_data,
+              (extract(epoch from ev.created_at) * 1000)::float8 as event_created_ms
           )
-          update webhook_deliveries d
-          set claimed_until = now() + ${options.leaseMs}::int * interval '1 millisecond', claim_token = ${token}
-          from locked, webhook_endpoints e, events ev
-          where d.id = locked.id and e.id = d.endpoint_id and ev.id = d.event_id and e.enabled
-          returning d.id, d.endpoint_id, d.attempts,
-            (extract(epoch from d.created_at) * 1000)::float8 as created_ms,
-            (extract(epoch from now()) * 1000)::float8 as claimed_ms,
-            e.url, e.secret,
-            case when e.previous_secret_expires_at > now() then e.previous_secret end as previous_secret,
-            ev.id as event_id, ev.type as event_type, ev.data as event_data,
-            (extract(epoch from ev.created_at) * 1000)::float8 as event_created_ms`),
+          select claimed.*, (select count(*)::int from due) as due_seen from claimed`),
       )
-      return rows.map((row) => ({
+      const deliveries = rows.map((row) => ({
         id: row.id as string,
         token,
         endpointId: row.endpoint_id as string,
@@ -146,6 +159,7 @@ export function dispatchRepo(db: Database) {
         createdAt: ms(row.created_ms),
         claimedAt: ms(row.claimed_ms),
       }))
+      return { deliveries, more: deliveries.length > 0 && Number(rows[0]!.due_seen) > deliveries.length }
     },
 
     /**
