@@ -7,14 +7,15 @@
 // When it works: at once when a transaction on this instance made deliveries due (the
 // repositories' deliveriesDue hook calls wake()), and every second otherwise, so that a delivery
 // written or retried on another instance is attempted within about 2 s; and again as soon as a
-// slot may be filled, so that a backlog keeps every slot busy: when an attempt ends, when its
-// outcome is recorded (until then the database counts it against its endpoint's limit), and
-// right after a claim that passed over due deliveries (one claim runs at a time: the looks that
-// come while one is under way are one, made when it ends).
+// slot may be filled, so that a backlog keeps every slot busy: when attempts' outcomes have been
+// recorded (an attempt holds its slot until then, as the database counts it against its
+// endpoint's limit until then), and right after a claim that passed over due deliveries (one
+// claim runs at a time: the looks that come while one is under way are one, made when it ends).
 //
-// At most `concurrency` attempts at once on this instance, and `perEndpoint` to any one endpoint
-// on all instances together, so that an endpoint that hangs holds a few slots for its 10 s,
-// not all of them. Outcomes are recorded in batches: whatever ended while the previous record
+// At most `concurrency` attempts at once on this instance, and on all instances together
+// `perEndpoint` to any one endpoint (`perFailingEndpoint` to one whose attempts fail) and
+// `perProject` to one project's endpoints, so that an endpoint that hangs holds a few slots for
+// its 10 s, not all of them, and a tenant's endpoints never hold up everyone else's. Outcomes are recorded in batches: whatever ended while the previous record
 // was being written goes in the next one statement.
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
@@ -39,6 +40,10 @@ export interface WebhookDispatcherOptions {
   concurrency?: number
   /** Attempts in flight at most to one endpoint, all instances together. */
   perEndpoint?: number
+  /** Attempts in flight at most to an endpoint whose attempts are failing (failing_since), all instances together. */
+  perFailingEndpoint?: number
+  /** Attempts in flight at most to one project's endpoints, all instances together. */
+  perProject?: number
   /** Milliseconds between two looks for due deliveries when nothing wakes the dispatcher. */
   pollMs?: number
   /** How long a claim holds before another instance may take the delivery over: far longer than an attempt. */
@@ -70,11 +75,14 @@ export interface WebhookDispatcher {
 }
 
 /**
- * At most 32 attempts at once per instance (a socket and a few KiB each) and 8 to one endpoint on
- * all instances together: a burst to a receiver that answers in 50 ms goes at about 160 a second
- * (8 / 0.05 s), while an endpoint that hangs holds 8 of an instance's 32 slots, never all of them.
+ * At most 32 attempts at once per instance (a socket and a few KiB each), and on all instances
+ * together 8 to one endpoint, 1 to an endpoint that is failing and 8 to one project's endpoints:
+ * a burst to a receiver that answers in 50 ms goes at about 160 a second (8 / 0.05 s); an
+ * endpoint that hangs holds 8 slots until its first attempts time out, then 1; and a tenant holds
+ * 8 of an instance's 32 however many endpoints it has: it takes four tenants whose endpoints all
+ * begin to hang at once to fill an instance, and only until those attempts' 10 s deadline.
  */
-export const DISPATCH_DEFAULTS = Object.freeze({ concurrency: 32, perEndpoint: 8, pollMs: 1000, leaseMs: 60_000, drainMs: 8000 })
+export const DISPATCH_DEFAULTS = Object.freeze({ concurrency: 32, perEndpoint: 8, perFailingEndpoint: 1, perProject: 8, pollMs: 1000, leaseMs: 60_000, drainMs: 8000 })
 /** Each wait of the schedule gets up to this much more, at random, so that failures that came together do not retry together. */
 const JITTER = 0.1
 
@@ -91,7 +99,7 @@ export function retryDelay(attemptsMade: number, schedule: readonly number[], ra
 const loggable = (error: unknown) => ({ code: sqlState(error) ?? (error as { name?: string } | undefined)?.name })
 
 export function startWebhookDispatcher(options: WebhookDispatcherOptions): WebhookDispatcher {
-  const { concurrency, perEndpoint, pollMs, leaseMs, drainMs } = { ...DISPATCH_DEFAULTS, ...definedOnly(options) }
+  const { concurrency, perEndpoint, perFailingEndpoint, perProject, pollMs, leaseMs, drainMs } = { ...DISPATCH_DEFAULTS, ...definedOnly(options) }
   const { log, metrics } = options
   const schedule = options.config.webhookRetryScheduleMs
   const random = options.random ?? Math.random
@@ -104,6 +112,8 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
   const aborted: ClaimedDelivery[] = []
   let claiming: Promise<void> | undefined
   let recording: Promise<void> | undefined
+  /** Outcomes in the record being written. */
+  let recordingCount = 0
   /** Woken while a claim was under way: look again when it ends. */
   let again = false
   let stopping: Promise<void> | undefined
@@ -130,11 +140,16 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
       again = true
       return
     }
-    const room = concurrency - inFlight.size
+    // An attempt holds its slot until its outcome is written, as the database counts it against
+    // its endpoint and project until then: the two agree on who has room, so that an endpoint
+    // that has just finished an attempt does not look busier than it is to the claim.
+    const room = concurrency - inFlight.size - outcomes.length - recordingCount
     if (room <= 0) return
     again = false
     claiming = repo
-      .claim({ limit: room, perEndpoint, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
+      // The window as wide for one free slot as for all of them: few slots are free at a time
+      // while endpoints hang, and those are the slots the others' deliveries must get.
+      .claim({ limit: room, window: concurrency * 4, perEndpoint, perFailingEndpoint, perProject, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
       .then(
         ({ deliveries: claimed, more }) => {
           healthy()
@@ -183,11 +198,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         void record()
       })
       .catch(unexpected)
-      .finally(() => {
-        inFlight.delete(claim.id)
-        // A slot is free: fill it if more is due.
-        look()
-      })
+      .finally(() => inFlight.delete(claim.id))
     inFlight.set(claim.id, { claim, abort, done })
   }
 
@@ -207,15 +218,22 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
   function record(): Promise<void> {
     if (recording) return recording
     const batch = outcomes.filter((o) => o.expires > Date.now())
+    const dropped = outcomes.length - batch.length
     outcomes = []
-    if (batch.length === 0) return Promise.resolve()
+    if (batch.length === 0) {
+      if (dropped > 0) look()
+      return Promise.resolve()
+    }
+    recordingCount = batch.length
     recording = repo
       .record(batch)
       .then(
         (recorded) => {
+          recordingCount = 0
           healthy()
           changed = true
-          // The recorded attempts no longer count against their endpoints' limits: their next deliveries may go.
+          // The slots are free, and the database no longer counts these attempts against their
+          // endpoints: fill them.
           look()
           for (const endpoint of recorded.disabled) {
             log.warn({ endpoint_id: endpoint.id, reason: endpoint.reason }, `webhook endpoint ${endpoint.id} disabled: ${endpoint.reason === 'gone' ? 'it answered 410 Gone' : 'every attempt to it failed for 5 days'}`)
@@ -223,6 +241,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         },
         (error: unknown) => {
           // Kept for the next tick; the deliveries stay claimed meanwhile.
+          recordingCount = 0
           outcomes.unshift(...batch)
           unhealthy(error, 'record delivery attempts')
         },

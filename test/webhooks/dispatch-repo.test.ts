@@ -5,7 +5,7 @@
 // result between the two, never to a duration of its own.
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
-import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../../src/db/repos/dispatch.js'
+import { dispatchRepo, type ClaimedDelivery, type ClaimOptions, type Outcome } from '../../src/db/repos/dispatch.js'
 import { rowsOf } from '../../src/db/results.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
@@ -21,9 +21,9 @@ const ATTEMPT = 10_000
 
 const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select (extract(epoch from now()) * 1000)::float8 as ms`))[0]!.ms
 /** Claims, keeping these endpoints' deliveries and giving back the rest (earlier tests' deliveries that are still due). */
-async function claimFor(endpoints: EndpointRow[], perEndpoint = 100): Promise<ClaimedDelivery[]> {
+async function claimFor(endpoints: EndpointRow[], limits: Partial<ClaimOptions> = {}): Promise<ClaimedDelivery[]> {
   const ids = new Set(endpoints.map((e) => e.id))
-  const { deliveries: claimed } = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE, attemptMs: ATTEMPT })
+  const { deliveries: claimed } = await repo.claim({ limit: 100, perEndpoint: 100, perFailingEndpoint: 100, perProject: 100, leaseMs: LEASE, attemptMs: ATTEMPT, ...limits })
   await repo.release(claimed.filter((c) => !ids.has(c.endpointId)))
   return claimed.filter((c) => ids.has(c.endpointId))
 }
@@ -121,12 +121,12 @@ t.test('per endpoint: at most perEndpoint in flight, counting the claims already
   const quiet = await createEndpoint('https://hooks.example.com/quiet')
   for (let i = 0; i < 6; i++) await recordEvent(busy)
   await recordEvent(quiet)
-  const claims = await claimFor([busy, quiet], 2)
+  const claims = await claimFor([busy, quiet], { perEndpoint: 2 })
   t.equal(claims.filter((c) => c.endpointId === busy.id).length, 2, 'two of the busy endpoint’s six')
   t.equal(claims.filter((c) => c.endpointId === quiet.id).length, 1, 'and the quiet one’s')
-  t.same(await claimFor([busy], 2), [], 'none more while two are in flight')
+  t.same(await claimFor([busy], { perEndpoint: 2 }), [], 'none more while two are in flight')
   await repo.record([outcome(claims.find((c) => c.endpointId === busy.id)!, {})])
-  const next = await claimFor([busy], 2)
+  const next = await claimFor([busy], { perEndpoint: 2 })
   t.equal(next.length, 1, 'one more once one has ended')
   await repo.release([...claims, ...next])
 })
@@ -134,17 +134,69 @@ t.test('per endpoint: at most perEndpoint in flight, counting the claims already
 t.test('per endpoint: a claim older than an attempt’s deadline (its instance died mid-attempt) keeps its delivery, but no longer fills a slot', async (t) => {
   const endpoint = await createEndpoint('https://hooks.example.com/orphaned')
   for (let i = 0; i < 3; i++) await recordEvent(endpoint)
-  const orphaned = await claimFor([endpoint], 2)
+  const orphaned = await claimFor([endpoint], { perEndpoint: 2 })
   t.equal(orphaned.length, 2, 'both slots taken')
   // The instance that claimed them died a moment after the attempts' deadline: their leases hold.
   await db
     .update(webhook_deliveries)
     .set({ claimed_until: sql`now() + ${LEASE - ATTEMPT - 1}::int * interval '1 millisecond'` })
     .where(sql`${webhook_deliveries.id} in (${sql.join(orphaned.map((c) => sql`${c.id}`), sql`, `)})`)
-  const next = await claimFor([endpoint], 2)
+  const next = await claimFor([endpoint], { perEndpoint: 2 })
   t.equal(next.length, 1, 'the endpoint’s third delivery is claimed: no attempt is in flight to it')
   t.notOk(next.some((n) => orphaned.some((c) => c.id === n.id)), 'not one of those whose lease still holds')
   await repo.release([...orphaned, ...next])
+})
+
+/** Earlier tests' deliveries that are still due would take places in a claim's batch: for the tests whose batch is smaller than what is due. */
+async function nothingElseDue(): Promise<void> {
+  await db.execute(sql`update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null, claim_token = null where status = 'pending'`)
+}
+
+t.test('a failing endpoint (failing_since set): one attempt in flight at a time', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/probing')
+  await db.update(webhook_endpoints).set({ failing_since: sql`now() - interval '1 hour'` }).where(eq(webhook_endpoints.id, endpoint.id))
+  for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const limits = { perEndpoint: 8, perFailingEndpoint: 1 }
+  const [first, ...more] = await claimFor([endpoint], limits)
+  t.same(more, [], 'one of its three')
+  t.same(await claimFor([endpoint], limits), [], 'none more while it is in flight')
+  await repo.record([failure(first!)])
+  t.equal((await claimFor([endpoint], limits)).length, 1, 'the next once it has failed')
+})
+
+t.test('per project: at most perProject in flight over all its endpoints, each endpoint’s first deliveries first', async (t) => {
+  const first = await createEndpoint('https://hooks.example.com/tenant-1')
+  const endpoints = [first]
+  for (let i = 2; i <= 3; i++) endpoints.push(await createEndpoint(`https://hooks.example.com/tenant-${i}`, { projectId: first.project_id }))
+  for (const endpoint of endpoints) for (let i = 0; i < 4; i++) await recordEvent(endpoint)
+  const other = await createEndpoint('https://hooks.example.com/another-tenant')
+  await recordEvent(other)
+  const limits = { perEndpoint: 8, perProject: 5 }
+  const claims = await claimFor([...endpoints, other], limits)
+  const of = (endpoint: EndpointRow, among = claims) => among.filter((c) => c.endpointId === endpoint.id).length
+  t.same(
+    endpoints.map((e) => of(e)).sort(),
+    [1, 2, 2],
+    'five of the project’s twelve, each of its endpoints served',
+  )
+  t.equal(of(other), 1, 'and another project’s delivery')
+  t.same(await claimFor(endpoints, limits), [], 'none more of the project while five are in flight')
+  await repo.record([outcome(claims.find((c) => c.endpointId === endpoints[0]!.id)!, {})])
+  t.equal((await claimFor(endpoints, limits)).length, 1, 'one more once one has ended')
+})
+
+t.test('a batch takes every endpoint’s first delivery before any endpoint’s second, whatever their due times', async (t) => {
+  await nothingElseDue()
+  const backlog = await createEndpoint('https://hooks.example.com/backlog')
+  for (let i = 0; i < 6; i++) await recordEvent(backlog)
+  const later = await createEndpoint('https://hooks.example.com/later')
+  for (let i = 0; i < 2; i++) await recordEvent(later)
+  const claims = await claimFor([backlog, later], { limit: 4 })
+  t.same(
+    claims.map((c) => c.endpointId).sort(),
+    [backlog.id, backlog.id, later.id, later.id].sort(),
+    'two each, though the six of the backlog were due first',
+  )
 })
 
 t.test('a disabled endpoint’s deliveries are not claimed, and are once it is enabled again', async (t) => {

@@ -6,6 +6,8 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { Database } from '../../src/db/client.js'
+import { rowsOf } from '../../src/db/results.js'
+import { DISPATCH_DEFAULTS } from '../../src/jobs/webhook-dispatcher.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { createEndpoint, deliveryReaches, manualTimers, recordEvent, startDispatcher, waitUntil, webhookDatabase } from '../helpers/webhooks.js'
 
@@ -18,29 +20,20 @@ t.beforeEach(async () => {
   await db.execute(sql`update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null, claim_token = null where status = 'pending'`)
 })
 
-/**
- * The test database, with the statements recording outcomes held until release(), and the
- * claims counted as they return.
- */
+/** The test database, with the statements recording outcomes held until release(). */
 function holdingRecords() {
-  const state = { held: 0, claims: 0, claimsWhileHeld: 0 }
+  const state = { held: 0 }
   const waiting: (() => void)[] = []
   let holding = true
   const held = new Proxy(db, {
     get(target, property, receiver) {
       if (property !== 'execute') return Reflect.get(target, property, receiver)
       return async (query: { queryChunks?: unknown[] }) => {
-        const text = JSON.stringify(query.queryChunks ?? '')
-        if (holding && text.includes('last_response_status = o.status')) {
+        if (holding && JSON.stringify(query.queryChunks ?? '').includes('last_response_status = o.status')) {
           state.held++
           await new Promise<void>((resolve) => waiting.push(resolve))
         }
-        const result = await target.execute(query as never)
-        if (text.includes('skip locked')) {
-          state.claims++
-          if (state.held > 0 && holding) state.claimsWhileHeld++
-        }
-        return result
+        return target.execute(query as never)
       }
     },
   }) as Database
@@ -62,11 +55,10 @@ t.test('a slot its recorded outcome frees is filled at once: the endpoint’s ne
   const records = holdingRecords()
   await startDispatcher(t, { db: records.db, perEndpoint: 1, pollMs: HOUR })
   await receiver.received(1)
-  // The first attempt ended; while its outcome is being recorded the database still counts it
-  // in flight, so the claim made as it ended found the endpoint's one slot taken.
+  // The first attempt has ended; until its outcome is written the database counts it in flight.
   await waitUntil(
-    async () => records.state,
-    (s) => s.held === 1 && s.claimsWhileHeld >= 1,
+    async () => records.state.held,
+    (held) => held === 1,
   )
   t.equal(receiver.requests.length, 1, 'one at a time to the endpoint')
   records.release()
@@ -89,4 +81,60 @@ t.test('a claim that passed over due deliveries is followed at once by another, 
   await hanging.received(1)
   t.equal(hanging.open(), 1, 'delivered while the hanging endpoint held its one attempt')
   t.equal(timers.pending(), 1, 'whose deadline never came')
+})
+
+/** How many of these deliveries have been claimed or made: attempted, or being attempted. */
+async function attempted(ids: string[]): Promise<number> {
+  const [row] = rowsOf<{ n: number }>(
+    await db.execute(sql`select count(*)::int as n from webhook_deliveries
+      where id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) and (claim_token is not null or status = 'succeeded')`),
+  )
+  return Number(row!.n)
+}
+
+t.test('five tenants’ endpoints hang with a backlog each: a sixth tenant’s deliveries go before the hanging ones take every slot', async (t) => {
+  const timers = manualTimers()
+  const hanging = await startReceiver('hang')
+  for (let i = 0; i < 5; i++) {
+    // Each in a project of its own: the per-project limit alone would not keep them from 5 × 8 slots.
+    const endpoint = await createEndpoint(hanging.url)
+    for (let j = 0; j < 8; j++) await recordEvent(endpoint)
+  }
+  const healthy = await startReceiver()
+  const endpoint = await createEndpoint(healthy.url)
+  const deliveries: string[] = []
+  for (let j = 0; j < 16; j++) deliveries.push((await recordEvent(endpoint)).deliveryId)
+
+  // The defaults: 32 slots, 8 to an endpoint, 8 to a project. The hanging endpoints' 40 due
+  // deliveries, due first, are enough to take every slot, and in the end they do.
+  await startDispatcher(t, { pollMs: HOUR, timers, drainMs: 0 })
+  await hanging.received(DISPATCH_DEFAULTS.concurrency)
+  t.equal(await attempted(deliveries), deliveries.length, 'by then every one of the healthy endpoint’s deliveries had been claimed')
+  if ((await attempted(deliveries)) === deliveries.length) {
+    for (const id of deliveries) await deliveryReaches(id, 'succeeded')
+    t.equal(healthy.requests.length, deliveries.length, 'and made, while every slot it left hung')
+  }
+})
+
+t.test('endpoints that hang and fail hold one slot each, however deep their backlogs', async (t) => {
+  const timers = manualTimers()
+  const hanging = await startReceiver('hang')
+  const failing: string[] = []
+  for (let i = 0; i < 5; i++) {
+    const endpoint = await createEndpoint(hanging.url)
+    failing.push(endpoint.id)
+    for (let j = 0; j < 8; j++) await recordEvent(endpoint)
+  }
+  // As the dispatcher leaves an endpoint whose attempt has failed.
+  await db.execute(sql`update webhook_endpoints set failing_since = now() where id in (${sql.join(failing.map((id) => sql`${id}`), sql`, `)})`)
+  const healthy = await startReceiver()
+  const endpoint = await createEndpoint(healthy.url)
+  const deliveries: string[] = []
+  for (let j = 0; j < 16; j++) deliveries.push((await recordEvent(endpoint)).deliveryId)
+
+  await startDispatcher(t, { pollMs: HOUR, timers, drainMs: 0 })
+  for (const id of deliveries) await deliveryReaches(id, 'succeeded')
+  await hanging.received(failing.length)
+  t.equal(hanging.open(), failing.length, 'one attempt to each failing endpoint, still hanging')
+  t.equal(timers.pending(), failing.length, 'whose deadlines never came')
 })

@@ -258,7 +258,7 @@ t.test('a claim left by an instance that died is taken over once its lease runs 
   const receiver = await startReceiver()
   const endpoint = await createEndpoint(receiver.url)
   const { deliveryId } = await recordEvent(endpoint)
-  const { deliveries: claims } = await dispatchRepo(db).claim({ limit: 100, perEndpoint: 100, leaseMs: HOUR, attemptMs: HOUR })
+  const { deliveries: claims } = await dispatchRepo(db).claim({ limit: 100, perEndpoint: 100, perFailingEndpoint: 100, perProject: 100, leaseMs: HOUR, attemptMs: HOUR })
   t.ok(claims.some((c) => c.id === deliveryId), 'claimed by an instance that then died')
   const dispatcher = await startDispatcher(t)
   dispatcher.wake()

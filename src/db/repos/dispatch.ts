@@ -42,8 +42,18 @@ export interface Claim {
 export interface ClaimOptions {
   /** Deliveries claimed at most. */
   limit: number
+  /**
+   * Due deliveries looked at, soonest due first, to choose the batch from: at least `limit`, 4 ×
+   * `limit` unless given. The more of them, the deeper a backlog that is under its endpoint's
+   * limit must be to keep another endpoint's deliveries out of sight (see claim).
+   */
+  window?: number
   /** Attempts in flight to one endpoint at most, on all instances together. */
   perEndpoint: number
+  /** Attempts in flight to an endpoint that is failing (failing_since set) at most: a probe, not a backlog. */
+  perFailingEndpoint: number
+  /** Attempts in flight to one project's endpoints at most, on all instances together. */
+  perProject: number
   /** How long the claim holds: past it, another instance may claim the delivery (this one died). */
   leaseMs: number
   /**
@@ -86,45 +96,69 @@ const ms = (value: unknown) => new Date(Number(value))
 export function dispatchRepo(db: Database) {
   return {
     /**
-     * Claims due deliveries, soonest due first: pending, due now, unclaimed (or their claim's
-     * lease has run out), to an enabled endpoint that has fewer than `perEndpoint` attempts in
-     * flight (claims younger than `attemptMs`), at most `perEndpoint` to any one endpoint. Rows that another instance is claiming
-     * or recording at this moment are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED:
-     * the lock the claim's UPDATE takes anyway).
+     * Claims due deliveries: pending, due now, unclaimed (or their claim's lease has run out), to
+     * an enabled endpoint. Attempts in flight (claims younger than `attemptMs`, on every
+     * instance) are limited per endpoint (`perEndpoint`, `perFailingEndpoint` while it is
+     * failing) and per project (`perProject`), so that a few endpoints that hang, or a tenant
+     * with many, hold a few of the slots and never all of them. Rows that another instance is
+     * claiming or recording at this moment are skipped, never waited for (FOR NO KEY UPDATE SKIP
+     * LOCKED: the lock the claim's UPDATE takes anyway).
      *
-     * The candidates come first, unlocked, from the first rows of the due index: a window
-     * function cannot be locked, and an endpoint that is slow with a long backlog must not keep
-     * the rows behind it from being reached. Each candidate is then locked and its conditions
-     * checked again, on the row as it is now.
+     * The candidates come first, unlocked, from the first `window` rows of the due index
+     * (soonest due first) whose endpoint and project have room: a window function cannot be
+     * locked, and a full endpoint's backlog must not keep the rows behind it from being reached.
+     * They are taken by their place in their endpoint's queue, counting its attempts in flight,
+     * before their due time: every endpoint's first delivery, then every endpoint's second, so
+     * that one endpoint's backlog cannot fill the batch while another has waited longer for its
+     * first. What the window does not reach is not seen: endpoints that are under their limit
+     * with more due than the window holds keep the others' deliveries out of it until they reach
+     * their limit (at once when there is room; an endpoint that hangs, once its attempts have
+     * timed out and it is failing). Each candidate is then locked and its conditions checked
+     * again, on the row as it is now.
      */
     async claim(options: ClaimOptions): Promise<Claim> {
       if (options.limit <= 0) return { deliveries: [], more: false }
       const token = randomUUID()
-      // Enough rows to fill the batch after the per-endpoint limit has dropped some.
-      const scan = options.limit * 4
+      // Enough rows to fill the batch after the limits have dropped some.
+      const scan = Math.max(options.limit, options.window ?? options.limit * 4)
       const rows = rowsOf<Record<string, unknown>>(
         await db.execute(sql`
           with busy as (
             -- Claimed less than attemptMs ago (claimed_until is the claim's time plus its lease).
-            select endpoint_id, count(*)::int as n from webhook_deliveries
+            select endpoint_id, project_id, count(*)::int as n from webhook_deliveries
             where claimed_until is not null and claimed_until > now() + ${options.leaseMs - options.attemptMs}::int * interval '1 millisecond'
-            group by endpoint_id
+            group by endpoint_id, project_id
+          ), project_busy as (
+            select project_id, sum(n)::int as n from busy group by project_id
           ), due as (
-            select d.id, d.endpoint_id, d.next_attempt_at, coalesce(b.n, 0) as busy
+            select d.id, d.endpoint_id, d.project_id, d.next_attempt_at,
+              coalesce(b.n, 0) as endpoint_busy, coalesce(p.n, 0) as project_busy, l.endpoint_limit
             from webhook_deliveries d
             join webhook_endpoints e on e.id = d.endpoint_id
+            cross join lateral (
+              select case when e.failing_since is null then ${options.perEndpoint}::int else ${options.perFailingEndpoint}::int end as endpoint_limit
+            ) l
             left join busy b on b.endpoint_id = d.endpoint_id
+            left join project_busy p on p.project_id = d.project_id
             where d.status = 'pending' and d.next_attempt_at <= now()
               and (d.claimed_until is null or d.claimed_until <= now())
-              and e.enabled and coalesce(b.n, 0) < ${options.perEndpoint}
+              and e.enabled and coalesce(b.n, 0) < l.endpoint_limit and coalesce(p.n, 0) < ${options.perProject}::int
             order by d.next_attempt_at
             limit ${scan}
+          ), endpoint_place as (
+            select id, project_id, next_attempt_at, project_busy, endpoint_limit,
+              endpoint_busy + row_number() over (partition by endpoint_id order by next_attempt_at, id) as place
+            from due
+          ), project_place as (
+            -- A project's room goes to its endpoints' first places first.
+            select id, next_attempt_at, place,
+              project_busy + row_number() over (partition by project_id order by place, next_attempt_at, id) as project_place
+            from endpoint_place
+            where place <= endpoint_limit
           ), candidate as (
-            select id from (
-              select id, next_attempt_at, busy + row_number() over (partition by endpoint_id order by next_attempt_at, id) as place from due
-            ) ranked
-            where place <= ${options.perEndpoint}
-            order by next_attempt_at
+            select id from project_place
+            where project_place <= ${options.perProject}::int
+            order by place, next_attempt_at, id
             limit ${options.limit}
           ), locked as (
             select d.id from webhook_deliveries d
