@@ -367,9 +367,10 @@ export interface paths {
          * @description Changes only the fields sent (`url`, `events`, `description`, `enabled`); `null` clears
          *     `description`, and is `400` for the other three. An empty body changes nothing and
          *     answers `200`. `enabled: true` on a disabled endpoint clears `disabled_reason` and the
-         *     record of failing attempts: its pending deliveries are sent again from then on.
-         *     `enabled: false` stops deliveries to it (`disabled_reason` stays `null`: the team
-         *     disabled it; on an endpoint the service disabled, it keeps its reason). A new `url` or
+         *     record of failing attempts: its pending deliveries are due at once. `enabled: false`
+         *     stops deliveries to it: its pending deliveries wait, with `next_attempt_at` `null`
+         *     (`disabled_reason` stays `null`: the team disabled it; on an endpoint the service
+         *     disabled, it keeps its reason). A new `url` or
          *     `events` applies to events written from then on; the deliveries already made go to the
          *     endpoint's URL of the moment they are attempted. The URL rules are those of creation.
          *     A body with any field moves `updated_at` and the `ETag`; an empty one moves neither.
@@ -1922,7 +1923,8 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description `pending` (to be attempted at `next_attempt_at`, or under way), `succeeded` (a `2xx`
+         * @description `pending` (to be attempted at `next_attempt_at`, or under way, or waiting for its disabled
+         *     endpoint to be enabled, `next_attempt_at` `null`), `succeeded` (a `2xx`
          *     answer) or `failed` (every attempt of the schedule failed, or the endpoint answered
          *     `410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
          * @enum {string}
@@ -1959,7 +1961,11 @@ export interface components {
              *     reworded.
              */
             last_error: string | null;
-            /** @description When the next attempt is due while `pending`; `null` once `succeeded` or `failed`. */
+            /**
+             * @description When the next attempt is due while `pending`; `null` once `succeeded` or `failed`, and
+             *     while the endpoint is disabled: its pending deliveries wait, and are due at once when it
+             *     is enabled again.
+             */
             next_attempt_at: components["schemas"]["Timestamp"] | null;
             created_at: components["schemas"]["Timestamp"];
         };

@@ -5,12 +5,13 @@
 // result between the two, never to a duration of its own.
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
-import { dispatchRepo, type ClaimedDelivery, type ClaimOptions, type Outcome } from '../../src/db/repos/dispatch.js'
+import { claimQuery, dispatchRepo, parkDeliveries, unparkDeliveries, type ClaimedDelivery, type ClaimOptions, type Outcome } from '../../src/db/repos/dispatch.js'
 import { rowsOf } from '../../src/db/results.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { retryDelay } from '../../src/jobs/webhook-dispatcher.js'
 import { eventJson } from '../../src/webhooks/event-record.js'
+import { explainPlan, indexScans } from '../helpers/db.js'
 import { createEndpoint, deliveryRow, endpointRow, recordEvent, webhookDatabase, type EndpointRow } from '../helpers/webhooks.js'
 
 const { db } = await webhookDatabase()
@@ -297,6 +298,50 @@ t.test('release gives claims back, due at once; a claim taken over since is left
   await repo.release([claim!])
   t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 0, claimed_until: null, claim_token: null })
   t.equal((await claimOf(endpoint))[0]?.id, deliveryId)
+})
+
+t.test('the claim reads due deliveries from the due index, by next_attempt_at: a parked one (null) is out of its range', async (t) => {
+  const plan = await explainPlan(claimQuery({ limit: 32, window: 128, perEndpoint: 8, perFailingEndpoint: 1, perProject: 8, leaseMs: LEASE, attemptMs: ATTEMPT }, 'token'))
+  const due = indexScans(plan).find((s) => s.index === 'webhook_deliveries_due_idx')
+  t.match(due?.cond, /^\(next_attempt_at <= now\(\)\)$/, 'an index condition, not a filter')
+})
+
+t.test('an endpoint disabled by an answer (410) or by the team during an attempt: its pending deliveries are parked, and come back due when it is enabled', async (t) => {
+  const gone = await createEndpoint('https://hooks.example.com/parked-gone')
+  const team = await createEndpoint('https://hooks.example.com/parked-team')
+  for (const endpoint of [gone, team]) for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const [goneClaim] = await claimFor([gone], { perEndpoint: 1 })
+  const [teamClaim] = await claimFor([team], { perEndpoint: 1 })
+  // The team disables its endpoint meanwhile (PATCH): the deliveries no attempt holds are parked at once.
+  await db.update(webhook_endpoints).set({ enabled: false }).where(eq(webhook_endpoints.id, team.id))
+  t.equal(await parkDeliveries(db, [team.id]), 2, 'two parked by the PATCH; the one in flight is left to its attempt')
+
+  const recorded = await repo.record([outcome(goneClaim!, { status: 410, error: 'x', succeeded: false, gone: true }), failure(teamClaim!)])
+  t.same(recorded.disabledSince.sort(), [gone.id, team.id].sort(), 'both endpoints are to be parked')
+  t.match(await deliveryRow(teamClaim!.id), { status: 'pending', attempts: 1 }, 'the failed attempt is recorded')
+  t.equal(await repo.park(recorded.disabledSince), 3, 'the gone endpoint’s two, and the team’s one that was in flight')
+  const rows = await db.select().from(webhook_deliveries).where(sql`${webhook_deliveries.endpoint_id} in (${gone.id}, ${team.id})`)
+  t.same(
+    rows.filter((r) => r.id !== goneClaim!.id).map((r) => [r.status, r.next_attempt_at]),
+    Array(5).fill(['pending', null]),
+    'pending, next_attempt_at null',
+  )
+  t.same(await claimFor([gone, team]), [], 'never claimed')
+
+  await db.update(webhook_endpoints).set({ enabled: true }).where(eq(webhook_endpoints.id, team.id))
+  t.equal(await unparkDeliveries(db, team.id), 3, 'enabled again: due now')
+  t.equal((await claimFor([gone, team])).length, 3, 'and claimed')
+  t.equal(await parkDeliveries(db, [team.id]), 0, 'an enabled endpoint’s deliveries are never parked')
+})
+
+t.test('a delivery parked while its attempt was in flight stays parked whatever the attempt came to', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/parked-in-flight')
+  const { deliveryId } = await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  await db.update(webhook_endpoints).set({ enabled: false }).where(eq(webhook_endpoints.id, endpoint.id))
+  await db.update(webhook_deliveries).set({ next_attempt_at: null }).where(eq(webhook_deliveries.id, deliveryId))
+  await repo.record([failure(claim!)])
+  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 1, next_attempt_at: null })
 })
 
 t.test('analyze gives the planner the deliveries’ statistics (PGlite keeps none by itself)', async (t) => {

@@ -105,6 +105,23 @@ t.test('410 Gone disables the endpoint at once; the delivery is failed', async (
   t.match(log.lines, [{ level: 'warn', fields: { endpoint_id: endpoint.id, reason: 'gone' } }], 'logged for the operator')
 })
 
+t.test('410 Gone: the endpoint’s other pending deliveries are parked (pending, next_attempt_at null), out of every claim’s way', async (t) => {
+  const receiver = await startReceiver({ status: 410 })
+  const endpoint = await createEndpoint(receiver.url)
+  const first = await recordEvent(endpoint)
+  const rest = [await recordEvent(endpoint), await recordEvent(endpoint)]
+  await startDispatcher(t, { perEndpoint: 1, pollMs: 10 })
+  await deliveryReaches(first.deliveryId, 'failed')
+  for (const { deliveryId } of rest) {
+    const row = await waitUntil(
+      () => deliveryRow(deliveryId),
+      (row) => row.next_attempt_at === null,
+    )
+    t.match(row, { status: 'pending', attempts: 0, claimed_until: null }, 'waiting for the endpoint to be enabled')
+  }
+  t.equal(receiver.requests.length, 1, 'nothing more was sent')
+})
+
 t.test('a disabled endpoint is sent nothing; its pending deliveries go once it is enabled again', async (t) => {
   const paused = await startReceiver()
   const endpoint = await createEndpoint(paused.url)

@@ -3,7 +3,7 @@
 // recording what came of each attempt. Every rule that involves time is decided by the
 // database's clock, the one clock all instances share.
 import { randomUUID } from 'node:crypto'
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import { eventJson } from '../../webhooks/event-record.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
@@ -86,12 +86,122 @@ export interface Recorded {
   deliveries: { id: string; status: 'pending' | 'succeeded' | 'failed' }[]
   /** Endpoints this record disabled, and why. */
   disabled: { id: string; reason: 'gone' | 'failing' }[]
+  /**
+   * Endpoints of the recorded deliveries that are disabled (by this record, or while an attempt
+   * to them was in flight), whose pending deliveries are to be parked (parkDeliveries).
+   */
+  disabledSince: string[]
 }
 
 /** Five days in which every attempt failed disable an endpoint (api-contract §10). */
 const FAILING_DISABLES_AFTER = sql.raw(`interval '5 days'`)
 
 const ms = (value: unknown) => new Date(Number(value))
+
+/** The claim's statement (dispatchRepo.claim), also for EXPLAIN. */
+export function claimQuery(options: ClaimOptions, token: string): SQL {
+  // Enough rows to fill the batch after the limits have dropped some.
+  const scan = Math.max(options.limit, options.window ?? options.limit * 4)
+  return sql`
+    with busy as (
+      -- Claimed less than attemptMs ago (claimed_until is the claim's time plus its lease).
+      select endpoint_id, project_id, count(*)::int as n from webhook_deliveries
+      where claimed_until is not null and claimed_until > now() + ${options.leaseMs - options.attemptMs}::int * interval '1 millisecond'
+      group by endpoint_id, project_id
+    ), project_busy as (
+      select project_id, sum(n)::int as n from busy group by project_id
+    ), due as (
+      select d.id, d.endpoint_id, d.project_id, d.next_attempt_at,
+        coalesce(b.n, 0) as endpoint_busy, coalesce(p.n, 0) as project_busy, l.endpoint_limit
+      from webhook_deliveries d
+      join webhook_endpoints e on e.id = d.endpoint_id
+      cross join lateral (
+        select case when e.failing_since is null then ${options.perEndpoint}::int else ${options.perFailingEndpoint}::int end as endpoint_limit
+      ) l
+      left join busy b on b.endpoint_id = d.endpoint_id
+      left join project_busy p on p.project_id = d.project_id
+      where d.status = 'pending' and d.next_attempt_at <= now()
+        and (d.claimed_until is null or d.claimed_until <= now())
+        and e.enabled and coalesce(b.n, 0) < l.endpoint_limit and coalesce(p.n, 0) < ${options.perProject}::int
+      order by d.next_attempt_at
+      limit ${scan}
+    ), endpoint_place as (
+      select id, project_id, next_attempt_at, project_busy, endpoint_limit,
+        endpoint_busy + row_number() over (partition by endpoint_id order by next_attempt_at, id) as place
+      from due
+    ), project_place as (
+      -- A project's room goes to its endpoints' first places first.
+      select id, next_attempt_at, place,
+        project_busy + row_number() over (partition by project_id order by place, next_attempt_at, id) as project_place
+      from endpoint_place
+      where place <= endpoint_limit
+    ), candidate as (
+      select id from project_place
+      where project_place <= ${options.perProject}::int
+      order by place, next_attempt_at, id
+      limit ${options.limit}
+    ), locked as (
+      select d.id from webhook_deliveries d
+      where d.id = any(array(select id from candidate))
+        and d.status = 'pending' and d.next_attempt_at <= now()
+        and (d.claimed_until is null or d.claimed_until <= now())
+      for no key update skip locked
+    ), claimed as (
+      update webhook_deliveries d
+      set claimed_until = now() + ${options.leaseMs}::int * interval '1 millisecond', claim_token = ${token}
+      from locked, webhook_endpoints e, events ev
+      where d.id = locked.id and e.id = d.endpoint_id and ev.id = d.event_id and e.enabled
+      returning d.id, d.endpoint_id, d.attempts,
+        (extract(epoch from d.created_at) * 1000)::float8 as created_ms,
+        (extract(epoch from now()) * 1000)::float8 as claimed_ms,
+        e.url, e.secret,
+        case when e.previous_secret_expires_at > now() then e.previous_secret end as previous_secret,
+        ev.id as event_id, ev.type as event_type, ev.data as event_data,
+        (extract(epoch from ev.created_at) * 1000)::float8 as event_created_ms
+    )
+    select claimed.*, (select count(*)::int from due) as due_seen from claimed`
+}
+
+/**
+ * Parks the pending deliveries of these endpoints while they are disabled: next_attempt_at null,
+ * out of the range of the due index, so that no claim reads past them (they stay `pending`: a
+ * disabled endpoint's deliveries wait for it to be enabled, api-contract §10). The endpoints are
+ * locked (FOR SHARE) and must still be disabled: enabling one (an UPDATE, which unparks them
+ * in its transaction, unparkDeliveries) waits for this statement, or this statement waits for
+ * it and then finds it enabled. Deliveries an attempt is holding are left to that attempt's
+ * record (Recorded.disabledSince). Returns how many it parked.
+ */
+export async function parkDeliveries(db: Database, endpointIds: readonly string[]): Promise<number> {
+  if (endpointIds.length === 0) return 0
+  const rows = rowsOf(
+    await db.execute(sql`
+      with waiting as (
+        select id from webhook_endpoints where id in (${sql.join(endpointIds.map((id) => sql`${id}`), sql`, `)}) and not enabled
+        order by id
+        for share
+      )
+      update webhook_deliveries d set next_attempt_at = null
+      from waiting w
+      where d.endpoint_id = w.id and d.status = 'pending' and d.next_attempt_at is not null
+        and (d.claimed_until is null or d.claimed_until <= now())
+      returning d.id`),
+  )
+  return rows.length
+}
+
+/**
+ * Makes the parked deliveries of an endpoint just enabled due now (in the transaction that
+ * enabled it, which holds its row). Returns how many.
+ */
+export async function unparkDeliveries(db: Database, endpointId: string): Promise<number> {
+  const rows = rowsOf(
+    await db.execute(sql`
+      update webhook_deliveries set next_attempt_at = date_trunc('milliseconds', now())
+      where endpoint_id = ${endpointId} and status = 'pending' and next_attempt_at is null
+      returning id`),
+  )
+  return rows.length
+}
 
 export function dispatchRepo(db: Database) {
   return {
@@ -119,68 +229,7 @@ export function dispatchRepo(db: Database) {
     async claim(options: ClaimOptions): Promise<Claim> {
       if (options.limit <= 0) return { deliveries: [], more: false }
       const token = randomUUID()
-      // Enough rows to fill the batch after the limits have dropped some.
-      const scan = Math.max(options.limit, options.window ?? options.limit * 4)
-      const rows = rowsOf<Record<string, unknown>>(
-        await db.execute(sql`
-          with busy as (
-            -- Claimed less than attemptMs ago (claimed_until is the claim's time plus its lease).
-            select endpoint_id, project_id, count(*)::int as n from webhook_deliveries
-            where claimed_until is not null and claimed_until > now() + ${options.leaseMs - options.attemptMs}::int * interval '1 millisecond'
-            group by endpoint_id, project_id
-          ), project_busy as (
-            select project_id, sum(n)::int as n from busy group by project_id
-          ), due as (
-            select d.id, d.endpoint_id, d.project_id, d.next_attempt_at,
-              coalesce(b.n, 0) as endpoint_busy, coalesce(p.n, 0) as project_busy, l.endpoint_limit
-            from webhook_deliveries d
-            join webhook_endpoints e on e.id = d.endpoint_id
-            cross join lateral (
-              select case when e.failing_since is null then ${options.perEndpoint}::int else ${options.perFailingEndpoint}::int end as endpoint_limit
-            ) l
-            left join busy b on b.endpoint_id = d.endpoint_id
-            left join project_busy p on p.project_id = d.project_id
-            where d.status = 'pending' and d.next_attempt_at <= now()
-              and (d.claimed_until is null or d.claimed_until <= now())
-              and e.enabled and coalesce(b.n, 0) < l.endpoint_limit and coalesce(p.n, 0) < ${options.perProject}::int
-            order by d.next_attempt_at
-            limit ${scan}
-          ), endpoint_place as (
-            select id, project_id, next_attempt_at, project_busy, endpoint_limit,
-              endpoint_busy + row_number() over (partition by endpoint_id order by next_attempt_at, id) as place
-            from due
-          ), project_place as (
-            -- A project's room goes to its endpoints' first places first.
-            select id, next_attempt_at, place,
-              project_busy + row_number() over (partition by project_id order by place, next_attempt_at, id) as project_place
-            from endpoint_place
-            where place <= endpoint_limit
-          ), candidate as (
-            select id from project_place
-            where project_place <= ${options.perProject}::int
-            order by place, next_attempt_at, id
-            limit ${options.limit}
-          ), locked as (
-            select d.id from webhook_deliveries d
-            where d.id = any(array(select id from candidate))
-              and d.status = 'pending' and d.next_attempt_at <= now()
-              and (d.claimed_until is null or d.claimed_until <= now())
-            for no key update skip locked
-          ), claimed as (
-            update webhook_deliveries d
-            set claimed_until = now() + ${options.leaseMs}::int * interval '1 millisecond', claim_token = ${token}
-            from locked, webhook_endpoints e, events ev
-            where d.id = locked.id and e.id = d.endpoint_id and ev.id = d.event_id and e.enabled
-            returning d.id, d.endpoint_id, d.attempts,
-              (extract(epoch from d.created_at) * 1000)::float8 as created_ms,
-              (extract(epoch from now()) * 1000)::float8 as claimed_ms,
-              e.url, e.secret,
-              case when e.previous_secret_expires_at > now() then e.previous_secret end as previous_secret,
-              ev.id as event_id, ev.type as event_type, ev.data as event_data,
-              (extract(epoch from ev.created_at) * 1000)::float8 as event_created_ms
-          )
-          select claimed.*, (select count(*)::int from due) as due_seen from claimed`),
-      )
+      const rows = rowsOf<Record<string, unknown>>(await db.execute(claimQuery(options, token)))
       const deliveries = rows.map((row) => ({
         id: row.id as string,
         token,
@@ -205,7 +254,7 @@ export function dispatchRepo(db: Database) {
      * order, so that instances recording at once never deadlock on them.
      */
     async record(outcomes: readonly Outcome[]): Promise<Recorded> {
-      if (outcomes.length === 0) return { deliveries: [], disabled: [] }
+      if (outcomes.length === 0) return { deliveries: [], disabled: [], disabledSince: [] }
       const input = JSON.stringify(
         outcomes.map((o) => ({
           id: o.id,
@@ -218,7 +267,7 @@ export function dispatchRepo(db: Database) {
           retry_ms: o.succeeded || o.gone ? null : o.retryInMs,
         })),
       )
-      const rows = rowsOf<{ kind: 'delivery' | 'endpoint'; id: string; value: string }>(
+      const rows = rowsOf<{ kind: 'delivery' | 'endpoint' | 'disabled'; id: string; value: string }>(
         await db.execute(sql`
           with outcome as (
             select * from json_to_recordset(${input}::json)
@@ -230,7 +279,8 @@ export function dispatchRepo(db: Database) {
               last_response_status = o.status,
               last_error = o.error,
               status = case when o.ok then 'succeeded' when o.retry_ms is null then 'failed' else 'pending' end,
-              next_attempt_at = case when o.retry_ms is not null then now() + o.retry_ms * interval '1 millisecond' end,
+              -- A delivery parked while its attempt was in flight (parkDeliveries) stays parked.
+              next_attempt_at = case when o.retry_ms is not null and d.next_attempt_at is not null then now() + o.retry_ms * interval '1 millisecond' end,
               claimed_until = null,
               claim_token = null
             from outcome o
@@ -275,11 +325,16 @@ export function dispatchRepo(db: Database) {
           )
           select 'delivery' as kind, id, status as value from delivery
           union all
-          select 'endpoint', id, disabled_reason from endpoint where disabled`),
+          select 'endpoint', id, disabled_reason from endpoint where disabled
+          union all
+          -- Disabled before this statement: by the team, or by another instance's record.
+          select distinct 'disabled', e.id, null from delivery d join webhook_endpoints e on e.id = d.endpoint_id where d.status = 'pending' and not e.enabled`),
       )
+      const disabled = rows.filter((r) => r.kind === 'endpoint').map((r) => ({ id: r.id, reason: r.value as 'gone' | 'failing' }))
       return {
         deliveries: rows.filter((r) => r.kind === 'delivery').map((r) => ({ id: r.id, status: r.value as Recorded['deliveries'][number]['status'] })),
-        disabled: rows.filter((r) => r.kind === 'endpoint').map((r) => ({ id: r.id, reason: r.value as 'gone' | 'failing' })),
+        disabled,
+        disabledSince: [...new Set([...disabled.map((e) => e.id), ...rows.filter((r) => r.kind === 'disabled').map((r) => r.id)])],
       }
     },
 
@@ -293,6 +348,9 @@ export function dispatchRepo(db: Database) {
     async analyze(): Promise<void> {
       await db.execute(sql`analyze webhook_deliveries`)
     },
+
+    /** parkDeliveries, once a record has found endpoints disabled (Recorded.disabledSince). */
+    park: (endpointIds: readonly string[]) => parkDeliveries(db, endpointIds),
 
     /** Lets claims go without an attempt recorded (a shutdown): due again at once, for any instance. */
     async release(claims: readonly { id: string; token: string }[]): Promise<void> {
