@@ -505,8 +505,10 @@ export interface paths {
          *     `succeeded` one is sent again (for a receiver that lost it). The answer is the delivery,
          *     `pending` and due now, with `attempts` and the latest attempt's fields as they were until
          *     the new attempt is made; a failure of this attempt is retried on the schedule only while
-         *     the delivery has attempts left, otherwise it is `failed` again. A disabled endpoint is
-         *     sent nothing: `409 endpoint_disabled` (enable it first).
+         *     the delivery has attempts left, otherwise it is `failed` again. Asked for while an attempt
+         *     is under way, the retry is made once that attempt ends, whatever it came to (that attempt
+         *     is counted; an answer `410` disables the endpoint, and then there is none). A disabled
+         *     endpoint is sent nothing: `409 endpoint_disabled` (enable it first).
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;

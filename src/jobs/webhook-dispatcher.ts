@@ -187,6 +187,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
           id: claim.id,
           token: claim.token,
           startedAt: claim.claimedAt,
+          dueAt: claim.dueAt,
           status: result.status,
           error: result.error,
           succeeded,

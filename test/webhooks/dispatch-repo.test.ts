@@ -6,6 +6,7 @@
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { claimQuery, dispatchRepo, parkDeliveries, unparkDeliveries, type ClaimedDelivery, type ClaimOptions, type Outcome } from '../../src/db/repos/dispatch.js'
+import { makeRepos } from '../../src/db/repos/index.js'
 import { rowsOf } from '../../src/db/results.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
@@ -33,6 +34,7 @@ const outcome = (claim: ClaimedDelivery, fields: Partial<Outcome>): Outcome => (
   id: claim.id,
   token: claim.token,
   startedAt: claim.claimedAt,
+  dueAt: claim.dueAt,
   status: 200,
   error: null,
   succeeded: true,
@@ -103,18 +105,47 @@ t.test('a lease that ran out: another claim takes the delivery, and the first cl
   t.match(await deliveryRow(deliveryId), { status: 'succeeded', attempts: 1, claim_token: null, claimed_until: null })
 })
 
-t.test('a delivery reset for a retry while an attempt was in flight keeps the retry', async (t) => {
-  const endpoint = await createEndpoint('https://hooks.example.com/retried')
-  const { deliveryId } = await recordEvent(endpoint)
-  const [claim] = await claimOf(endpoint)
-  // What a retry does to a delivery (the API's retry operation): pending, due now, claim cleared.
-  await db
-    .update(webhook_deliveries)
-    .set({ status: 'pending', next_attempt_at: sql`now()`, claimed_until: null, claim_token: null })
-    .where(eq(webhook_deliveries.id, deliveryId))
-  t.same((await repo.record([failure(claim!)])).deliveries, [], 'the attempt that was in flight records nothing')
-  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 0 })
-  t.equal((await claimOf(endpoint))[0]?.id, deliveryId, 'and the retry is claimed')
+/** POST .../retry, as the API makes it (its repository operation, in a transaction of its own). */
+async function retry(endpoint: EndpointRow, deliveryId: string): Promise<Date> {
+  const retried = await makeRepos(db).transaction((tx) => tx.webhooks.retry(endpoint.project_id, endpoint.id, deliveryId))
+  if (retried.outcome !== 'retried') throw new Error(`retry: ${retried.outcome}`)
+  return retried.row.next_attempt_at!
+}
+
+t.test('a retry asked for while an attempt was in flight is kept, whatever the attempt came to', async (t) => {
+  const cases: [string, (claim: ClaimedDelivery) => Outcome, Record<string, unknown>][] = [
+    ['failed, attempts left', (claim) => failure(claim, 3_600_000), { last_response_status: 500, last_error: 'answered 500' }],
+    ['failed, the schedule spent', (claim) => failure(claim, null), { last_response_status: 500 }],
+    ['succeeded', (claim) => outcome(claim, {}), { last_response_status: 200, last_error: null }],
+  ]
+  for (const [what, result, fields] of cases) {
+    const endpoint = await createEndpoint('https://hooks.example.com/retried')
+    const { deliveryId } = await recordEvent(endpoint)
+    const [claim] = await claimOf(endpoint)
+    const asked = await retry(endpoint, deliveryId)
+    t.same(await claimOf(endpoint), [], `${what}: no second attempt while the first is in flight`)
+    t.same((await repo.record([result(claim!)])).deliveries, [{ id: deliveryId, status: 'pending' }], `${what}: still pending`)
+    const row = await deliveryRow(deliveryId)
+    t.match(row, { status: 'pending', attempts: 1, claimed_until: null, claim_token: null, ...fields }, `${what}: the attempt made is counted`)
+    t.equal(row.next_attempt_at?.getTime(), asked.getTime(), `${what}: due when the retry asked`)
+    t.equal((await claimOf(endpoint))[0]?.id, deliveryId, `${what}: and claimed at once`)
+  }
+})
+
+t.test('a retry is no retry for an endpoint that answered 410 meanwhile; without a retry, the outcome’s own schedule', async (t) => {
+  const gone = await createEndpoint('https://hooks.example.com/retried-gone')
+  const { deliveryId } = await recordEvent(gone)
+  const [claim] = await claimOf(gone)
+  await retry(gone, deliveryId)
+  await repo.record([outcome(claim!, { status: 410, error: 'x', succeeded: false, gone: true })])
+  t.match(await deliveryRow(deliveryId), { status: 'failed', next_attempt_at: null }, 'a disabled endpoint is sent nothing')
+
+  const plain = await createEndpoint('https://hooks.example.com/not-retried')
+  const { deliveryId: other } = await recordEvent(plain)
+  const [attempt] = await claimOf(plain)
+  const before = await dbNow()
+  await repo.record([failure(attempt!, 3_600_000)])
+  t.ok((await deliveryRow(other)).next_attempt_at!.getTime() >= before + 3_600_000, 'due after the wait')
 })
 
 t.test('per endpoint: at most perEndpoint in flight, counting the claims already held', async (t) => {

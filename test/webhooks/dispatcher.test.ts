@@ -172,6 +172,23 @@ t.test('failing_since: set by the first failure, cleared by the next success', a
   t.equal((await endpointRow(endpoint.id)).failing_since, null)
 })
 
+t.test('a retry asked for during an attempt that then succeeds: attempted again once that attempt is recorded, not dropped', async (t) => {
+  const receiver = await startReceiver('hold')
+  const endpoint = await createEndpoint(receiver.url)
+  // No polling within the test: only the write's hook and the dispatcher's own looks.
+  const dispatcher = await startDispatcher(t, { pollMs: HOUR })
+  const repos = makeRepos(db, undefined, { deliveriesDue: () => dispatcher.wake() })
+  const { deliveryId } = await recordEvent(endpoint, { deliveriesDue: () => dispatcher.wake() })
+  await receiver.received(1)
+  const retried = await repos.transaction((tx) => tx.webhooks.retry(endpoint.project_id, endpoint.id, deliveryId))
+  t.equal(retried.outcome, 'retried')
+  receiver.answer({ status: 200 })
+  receiver.release()
+  await receiver.received(2)
+  t.match(await deliveryReaches(deliveryId, 'succeeded', 2), { attempts: 2 }, 'both attempts counted')
+  t.equal(receiver.requests.length, 2)
+})
+
 t.test('the SSRF guard on: loopback is never reached, by a literal address, a name, or a resolver’s answer', async (t) => {
   const receiver = await startReceiver()
   const resolve: Resolver = async (name) => {

@@ -26,6 +26,8 @@ export interface ClaimedDelivery {
   createdAt: Date
   /** The database's time of the claim: when this attempt began (last_attempt_at). */
   claimedAt: Date
+  /** Its next_attempt_at when claimed: a retry asked for during the attempt changes it (record). */
+  dueAt: Date
 }
 
 /** What a claim took, and whether due deliveries were left that another claim may take at once. */
@@ -70,6 +72,8 @@ export interface Outcome {
   token: string
   /** When the attempt began (ClaimedDelivery.claimedAt). */
   startedAt: Date
+  /** The delivery's next_attempt_at when it was claimed (ClaimedDelivery.dueAt). */
+  dueAt: Date
   /** The receiver's status; null when it gave none. */
   status: number | null
   /** last_error; null on success. */
@@ -153,6 +157,7 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
       where d.id = locked.id and e.id = d.endpoint_id and ev.id = d.event_id and e.enabled
       returning d.id, d.endpoint_id, d.attempts,
         (extract(epoch from d.created_at) * 1000)::float8 as created_ms,
+        (extract(epoch from d.next_attempt_at) * 1000)::float8 as due_ms,
         (extract(epoch from now()) * 1000)::float8 as claimed_ms,
         e.url, e.secret,
         case when e.previous_secret_expires_at > now() then e.previous_secret end as previous_secret,
@@ -241,6 +246,7 @@ export function dispatchRepo(db: Database) {
         attempts: Number(row.attempts),
         createdAt: ms(row.created_ms),
         claimedAt: ms(row.claimed_ms),
+        dueAt: ms(row.due_ms),
       }))
       return { deliveries, more: deliveries.length > 0 && Number(rows[0]!.due_seen) > deliveries.length }
     },
@@ -252,6 +258,12 @@ export function dispatchRepo(db: Database) {
      * failure when it is 5 days old disables the endpoint (`failing`), and a 410 disables it
      * (`gone`); an endpoint the team disabled keeps its null reason. Endpoints are locked in id
      * order, so that instances recording at once never deadlock on them.
+     *
+     * A retry asked for while the attempt was in flight (POST .../retry set next_attempt_at,
+     * which nothing else changes while a claim holds the delivery) is kept: the attempt is
+     * counted, and the delivery stays pending and due when the retry asked, whatever the attempt
+     * came to, since it began before the retry was asked for and is not the attempt the retry's
+     * 202 promised (the endpoint answering 410 excepted: a disabled endpoint is sent nothing).
      */
     async record(outcomes: readonly Outcome[]): Promise<Recorded> {
       if (outcomes.length === 0) return { deliveries: [], disabled: [], disabledSince: [] }
@@ -260,6 +272,7 @@ export function dispatchRepo(db: Database) {
           id: o.id,
           token: o.token,
           started_at: o.startedAt.toISOString(),
+          due_at: o.dueAt.toISOString(),
           status: o.status,
           error: o.error,
           ok: o.succeeded,
@@ -267,20 +280,25 @@ export function dispatchRepo(db: Database) {
           retry_ms: o.succeeded || o.gone ? null : o.retryInMs,
         })),
       )
+      // In the SET, d is the row as it was: its next attempt is no longer the one claimed.
+      const retried = sql`(not o.gone and d.next_attempt_at <> o.due_at)`
       const rows = rowsOf<{ kind: 'delivery' | 'endpoint' | 'disabled'; id: string; value: string }>(
         await db.execute(sql`
           with outcome as (
             select * from json_to_recordset(${input}::json)
-              as o(id text, token text, started_at timestamptz, status int, error text, ok boolean, gone boolean, retry_ms bigint)
+              as o(id text, token text, started_at timestamptz, due_at timestamptz, status int, error text, ok boolean, gone boolean, retry_ms bigint)
           ), delivery as (
             update webhook_deliveries d
             set attempts = d.attempts + 1,
               last_attempt_at = o.started_at,
               last_response_status = o.status,
               last_error = o.error,
-              status = case when o.ok then 'succeeded' when o.retry_ms is null then 'failed' else 'pending' end,
+              status = case when ${retried} then 'pending' when o.ok then 'succeeded' when o.retry_ms is null then 'failed' else 'pending' end,
               -- A delivery parked while its attempt was in flight (parkDeliveries) stays parked.
-              next_attempt_at = case when o.retry_ms is not null and d.next_attempt_at is not null then now() + o.retry_ms * interval '1 millisecond' end,
+              next_attempt_at = case
+                when ${retried} then d.next_attempt_at
+                when o.retry_ms is not null and d.next_attempt_at is not null then now() + o.retry_ms * interval '1 millisecond'
+              end,
               claimed_until = null,
               claim_token = null
             from outcome o
