@@ -9,8 +9,9 @@
 // written or retried on another instance is attempted within about 2 s; and again as soon as a
 // slot may be filled, so that a backlog keeps every slot busy: when attempts' outcomes have been
 // recorded (an attempt holds its slot until then, as the database counts it against its
-// endpoint's limit until then), and right after a claim that passed over due deliveries (one
-// claim runs at a time: the looks that come while one is under way are one, made when it ends).
+// endpoint's limit until then), and right after a claim that passed over deliveries another
+// instance was holding at that moment (one claim runs at a time: the looks that come while one
+// is under way are one, made when it ends).
 //
 // At most `concurrency` attempts at once on this instance, and on all instances together
 // `perEndpoint` to any one endpoint (`perFailingEndpoint` to one whose attempts fail) and
@@ -147,9 +148,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     if (room <= 0) return
     again = false
     claiming = repo
-      // The window as wide for one free slot as for all of them: few slots are free at a time
-      // while endpoints hang, and those are the slots the others' deliveries must get.
-      .claim({ limit: room, window: concurrency * 4, perEndpoint, perFailingEndpoint, perProject, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
+      .claim({ limit: room, perEndpoint, perFailingEndpoint, perProject, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
       .then(
         ({ deliveries: claimed, more }) => {
           healthy()
@@ -157,8 +156,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
           if (claimed.length > 0) changed = true
           if (stopping) aborted.push(...claimed)
           else for (const claim of claimed) begin(claim)
-          // Deliveries it passed over (an endpoint's limit reached) may have hidden others': the
-          // next claim, those endpoints full now, looks past them.
+          // It passed over deliveries another instance held at that moment: more may be due.
           if (more) again = true
         },
         (error: unknown) => unhealthy(error, 'claim due deliveries'),

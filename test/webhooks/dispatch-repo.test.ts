@@ -231,6 +231,21 @@ t.test('a batch takes every endpoint’s first delivery before any endpoint’s 
   )
 })
 
+t.test('a deep backlog due first, with room to spare, hides no other endpoint’s delivery from a small batch', async (t) => {
+  await nothingElseDue()
+  const deep = await createEndpoint('https://hooks.example.com/deep')
+  for (let i = 0; i < 40; i++) await recordEvent(deep)
+  const behind = await createEndpoint('https://hooks.example.com/behind')
+  const { deliveryId } = await recordEvent(behind)
+  const claims = await claimFor([deep, behind], { limit: 2, perEndpoint: 8 })
+  t.same(
+    claims.map((c) => c.endpointId).sort(),
+    [deep.id, behind.id].sort(),
+    'one of the forty, and the one due after all of them',
+  )
+  t.ok(claims.some((c) => c.id === deliveryId))
+})
+
 t.test('a disabled endpoint’s deliveries are not claimed, and are once it is enabled again', async (t) => {
   const endpoint = await createEndpoint('https://hooks.example.com/disabled')
   const { deliveryId } = await recordEvent(endpoint)
@@ -331,10 +346,13 @@ t.test('release gives claims back, due at once; a claim taken over since is left
   t.equal((await claimOf(endpoint))[0]?.id, deliveryId)
 })
 
-t.test('the claim reads due deliveries from the due index, by next_attempt_at: a parked one (null) is out of its range', async (t) => {
-  const plan = await explainPlan(claimQuery({ limit: 32, window: 128, perEndpoint: 8, perFailingEndpoint: 1, perProject: 8, leaseMs: LEASE, attemptMs: ATTEMPT }, 'token'))
-  const due = indexScans(plan).find((s) => s.index === 'webhook_deliveries_due_idx')
-  t.match(due?.cond, /^\(next_attempt_at <= now\(\)\)$/, 'an index condition, not a filter')
+t.test('the claim reads each endpoint’s due deliveries from the endpoint due index, by next_attempt_at: a parked one (null) is not in it', async (t) => {
+  const plan = await explainPlan(claimQuery({ limit: 32, perEndpoint: 8, perFailingEndpoint: 1, perProject: 8, leaseMs: LEASE, attemptMs: ATTEMPT }, 'token'))
+  const scans = indexScans(plan).filter((s) => s.index === 'webhook_deliveries_endpoint_due_idx')
+  t.ok(
+    scans.some((s) => /^\(\(endpoint_id = e\.id\) AND \(next_attempt_at <= now\(\)\)\)$/.test(s.cond)),
+    'an endpoint’s due deliveries: both columns as index conditions, not a filter',
+  )
 })
 
 t.test('an endpoint disabled by an answer (410) or by the team during an attempt: its pending deliveries are parked, and come back due when it is enabled', async (t) => {

@@ -67,15 +67,14 @@ t.test('a slot its recorded outcome frees is filled at once: the endpoint’s ne
   t.equal(receiver.requests.length, 2, 'the second delivery went once the first was recorded')
 })
 
-t.test('a claim that passed over due deliveries is followed at once by another, which reaches those behind them', async (t) => {
+t.test('an endpoint’s backlog, due first and at its limit, hides no other endpoint’s delivery', async (t) => {
   const timers = manualTimers()
   const hanging = await startReceiver('hang')
   const slow = await createEndpoint(hanging.url)
   for (let i = 0; i < 8; i++) await recordEvent(slow)
   const healthy = await startReceiver()
   const { deliveryId } = await recordEvent(await createEndpoint(healthy.url))
-  // Two slots: a claim looks at the 8 deliveries due first (2 × 4), all the hanging endpoint's,
-  // and may take one of them; the healthy endpoint's delivery is the ninth.
+  // Two slots, one attempt at a time to an endpoint: the hanging endpoint's eight are due first.
   await startDispatcher(t, { concurrency: 2, perEndpoint: 1, pollMs: HOUR, timers, drainMs: 0 })
   await deliveryReaches(deliveryId, 'succeeded')
   await hanging.received(1)
