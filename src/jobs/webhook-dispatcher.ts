@@ -7,11 +7,12 @@
 // When it works: at once when a transaction on this instance made deliveries due (the
 // repositories' deliveriesDue hook calls wake()), and every second otherwise, so that a delivery
 // written or retried on another instance is attempted within about 2 s; and again as soon as a
-// slot may be filled, so that a backlog keeps every slot busy: when attempts' outcomes have been
-// recorded (an attempt holds its slot until then, as the database counts it against its
-// endpoint's limit until then), and right after a claim that passed over deliveries another
-// instance was holding at that moment (one claim runs at a time: the looks that come while one
-// is under way are one, made when it ends).
+// slot may be filled, so that a backlog keeps every slot busy: when an attempt ends (a success's
+// outcome is written meanwhile, the claim told not to count it as in flight), when a record
+// frees a failed attempt's endpoint or leaves a delivery due again (a retry asked for during its
+// attempt), and right after a claim that passed over deliveries another instance was holding at
+// that moment (one claim runs at a time: the looks that come while one is under way are one,
+// made when it ends).
 //
 // At most `concurrency` attempts at once on this instance, and on all instances together
 // `perEndpoint` to any one endpoint (`perFailingEndpoint` to one whose attempts fail) and
@@ -114,7 +115,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
   let claiming: Promise<void> | undefined
   let recording: Promise<void> | undefined
   /** Outcomes in the record being written. */
-  let recordingCount = 0
+  let recordingBatch: Outcome[] = []
   /** Woken while a claim was under way: look again when it ends. */
   let again = false
   let stopping: Promise<void> | undefined
@@ -141,14 +142,17 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
       again = true
       return
     }
-    // An attempt holds its slot until its outcome is written, as the database counts it against
-    // its endpoint and project until then: the two agree on who has room, so that an endpoint
-    // that has just finished an attempt does not look busier than it is to the claim.
-    const room = concurrency - inFlight.size - outcomes.length - recordingCount
+    const room = concurrency - inFlight.size
     if (room <= 0) return
     again = false
+    // Attempts that have succeeded free their slots at once, here and in the claim: their
+    // outcomes are still being written (their claims hold until then), but they are no longer in
+    // flight, and the claim counts them so, so that a healthy endpoint's next delivery goes
+    // without waiting for the record. A failed attempt's endpoint waits for its record, which
+    // may disable it (410) or leave it one attempt at a time (failing).
+    const ended = [...outcomes, ...recordingBatch].filter((o) => o.succeeded).map((o) => o.id)
     claiming = repo
-      .claim({ limit: room, perEndpoint, perFailingEndpoint, perProject, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
+      .claim({ limit: room, ended, perEndpoint, perFailingEndpoint, perProject, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
       .then(
         ({ deliveries: claimed, more }) => {
           healthy()
@@ -197,7 +201,11 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         void record()
       })
       .catch(unexpected)
-      .finally(() => inFlight.delete(claim.id))
+      .finally(() => {
+        inFlight.delete(claim.id)
+        // A slot is free: fill it if more is due.
+        look()
+      })
     inFlight.set(claim.id, { claim, abort, done })
   }
 
@@ -217,23 +225,19 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
   function record(): Promise<void> {
     if (recording) return recording
     const batch = outcomes.filter((o) => o.expires > Date.now())
-    const dropped = outcomes.length - batch.length
     outcomes = []
-    if (batch.length === 0) {
-      if (dropped > 0) look()
-      return Promise.resolve()
-    }
-    recordingCount = batch.length
+    if (batch.length === 0) return Promise.resolve()
+    recordingBatch = batch
     recording = repo
       .record(batch)
       .then(
         (recorded) => {
-          recordingCount = 0
+          recordingBatch = []
           healthy()
           changed = true
-          // The slots are free, and the database no longer counts these attempts against their
-          // endpoints: fill them.
-          look()
+          // A failed attempt's endpoint counts it no more; a retry asked for during an attempt
+          // left its delivery due now.
+          if (batch.some((o) => !o.succeeded) || recorded.deliveries.some((d) => d.status === 'pending')) look()
           for (const endpoint of recorded.disabled) {
             log.warn({ endpoint_id: endpoint.id, reason: endpoint.reason }, `webhook endpoint ${endpoint.id} disabled: ${endpoint.reason === 'gone' ? 'it answered 410 Gone' : 'every attempt to it failed for 5 days'}`)
           }
@@ -248,7 +252,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
         },
         (error: unknown) => {
           // Kept for the next tick; the deliveries stay claimed meanwhile.
-          recordingCount = 0
+          recordingBatch = []
           outcomes.unshift(...batch)
           unhealthy(error, 'record delivery attempts')
         },

@@ -163,6 +163,17 @@ t.test('per endpoint: at most perEndpoint in flight, counting the claims already
   await repo.release([...claims, ...next])
 })
 
+t.test('per endpoint: an attempt this instance has seen end (its outcome not yet recorded) no longer fills a slot', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/ended')
+  for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const [first] = await claimFor([endpoint], { perEndpoint: 1 })
+  t.same(await claimFor([endpoint], { perEndpoint: 1 }), [], 'its one slot taken')
+  const next = await claimFor([endpoint], { perEndpoint: 1, ended: [first!.id] })
+  t.equal(next.length, 1, 'the next once the first has ended')
+  t.not(next[0]!.id, first!.id, 'not the one whose claim still holds')
+  await repo.release([first!, ...next])
+})
+
 t.test('per endpoint: a claim older than an attempt’s deadline (its instance died mid-attempt) keeps its delivery, but no longer fills a slot', async (t) => {
   const endpoint = await createEndpoint('https://hooks.example.com/orphaned')
   for (let i = 0; i < 3; i++) await recordEvent(endpoint)

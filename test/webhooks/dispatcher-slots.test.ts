@@ -47,24 +47,21 @@ function holdingRecords() {
   }
 }
 
-t.test('a slot its recorded outcome frees is filled at once: the endpoint’s next delivery goes, without a poll', async (t) => {
+t.test('a slot is filled as soon as its attempt ends: the endpoint’s next delivery goes before the first is recorded, without a poll', async (t) => {
   const receiver = await startReceiver()
   const endpoint = await createEndpoint(receiver.url)
   const first = await recordEvent(endpoint)
   const second = await recordEvent(endpoint)
   const records = holdingRecords()
   await startDispatcher(t, { db: records.db, perEndpoint: 1, pollMs: HOUR })
-  await receiver.received(1)
-  // The first attempt has ended; until its outcome is written the database counts it in flight.
-  await waitUntil(
-    async () => records.state.held,
-    (held) => held === 1,
-  )
-  t.equal(receiver.requests.length, 1, 'one at a time to the endpoint')
+  // One attempt at a time to the endpoint: the second comes once the first has ended, while the
+  // first's outcome is still being written (held).
+  await receiver.received(2)
+  t.ok(records.state.held >= 1, 'the first outcome not yet written')
   records.release()
   await deliveryReaches(first.deliveryId, 'succeeded')
   await deliveryReaches(second.deliveryId, 'succeeded')
-  t.equal(receiver.requests.length, 2, 'the second delivery went once the first was recorded')
+  t.equal(receiver.requests.length, 2)
 })
 
 t.test('an endpoint’s backlog, due first and at its limit, hides no other endpoint’s delivery', async (t) => {

@@ -43,6 +43,11 @@ export interface Claim {
 export interface ClaimOptions {
   /** Deliveries claimed at most. */
   limit: number
+  /**
+   * Deliveries (ids) of this instance whose attempts have ended, their outcomes not yet
+   * recorded: their claims still hold them, but they are not counted as attempts in flight.
+   */
+  ended?: readonly string[]
   /** Attempts in flight to one endpoint at most, on all instances together. */
   perEndpoint: number
   /** Attempts in flight to an endpoint that is failing (failing_since set) at most: a probe, not a backlog. */
@@ -102,6 +107,7 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
       -- Claimed less than attemptMs ago (claimed_until is the claim's time plus its lease).
       select endpoint_id, project_id, count(*)::int as n from webhook_deliveries
       where claimed_until is not null and claimed_until > now() + ${options.leaseMs - options.attemptMs}::int * interval '1 millisecond'
+        and id <> all(string_to_array(${(options.ended ?? []).join(',')}::text, ','))
       group by endpoint_id, project_id
     ), project_busy as (
       select project_id, sum(n)::int as n from busy group by project_id
