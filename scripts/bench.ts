@@ -338,19 +338,20 @@ async function main() {
   const pgbenchVariables = { project_id: PROJECT_ID, entry_id: entryId, page_limit: '21', page_offset: '0', program_id: PROGRAM_ID }
 
   // The webhook scenarios' receiver, and the endpoint subscribed to it while one of them runs.
-  const receiver = await startBenchReceiver()
+  const receiver = await startBenchReceiver(join(root, 'dist/scripts/bench/receiver.js'))
   let apiUrl = ''
   const hookApi = () => ({ url: apiUrl, key: API_KEY })
   let subscribed: { id: string; at: number } | undefined
   const subscribeReceiver = async (events: string[]) => {
-    receiver.reset()
+    await receiver.reset()
     subscribed = { id: await subscribe(hookApi(), receiver, events), at: Date.now() }
   }
   const unsubscribeReceiver = async () => {
     if (!subscribed) return
     await unsubscribe(hookApi(), subscribed.id)
     const seconds = (Date.now() - subscribed.at) / 1000
-    log(`  (the endpoint got ${receiver.arrivals.size} deliveries in its ${seconds.toFixed(0)} s, ${fmt.rps(receiver.arrivals.size / seconds)} a second)`)
+    const { events } = await receiver.count()
+    log(`  (the endpoint got ${events} deliveries in its ${seconds.toFixed(0)} s, ${fmt.rps(events / seconds)} a second)`)
     subscribed = undefined
   }
 

@@ -38,14 +38,10 @@ export async function unsubscribe(api: Api, endpointId: string): Promise<void> {
   if (deleted.status !== 204) throw new Error(`deleting the benchmark's webhook endpoint answered ${deleted.status}`)
 }
 
-/** Waits until `done()` or `timeoutMs` has passed; returns whether it was done. */
-async function until(done: () => boolean, timeoutMs: number): Promise<boolean> {
+/** Waits until the receiver has `events` events or `timeoutMs` has passed. */
+async function received(receiver: BenchReceiver, events: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs
-  while (!done()) {
-    if (Date.now() > deadline) return false
-    await sleep(20)
-  }
-  return true
+  while ((await receiver.count()).events < events && Date.now() < deadline) await sleep(20)
 }
 
 export interface RateResult {
@@ -69,12 +65,12 @@ export async function deliveryRate(options: {
   timeoutMs: number
 }): Promise<RateResult> {
   const { receiver, count } = options
-  receiver.reset()
+  await receiver.reset()
   await options.write(count)
-  await until(() => receiver.arrivals.size >= count, options.timeoutMs)
-  const times = [...receiver.arrivals.values()].map((a) => a.at).sort((a, b) => a - b)
+  await received(receiver, count, options.timeoutMs)
+  const times = (await receiver.arrivals()).map((a) => a.at).sort((a, b) => a - b)
   const span = times.length > 1 ? (times.at(-1)! - times[0]!) / 1000 : NaN
-  return { perSecond: (times.length - 1) / span, delivered: times.length, expected: count, duplicates: receiver.duplicates() }
+  return { perSecond: (times.length - 1) / span, delivered: times.length, expected: count, duplicates: (await receiver.count()).duplicates }
 }
 
 export interface LatencyResult {
@@ -109,7 +105,7 @@ export async function writeToDelivery(options: {
   tag: string
 }): Promise<LatencyResult> {
   const { api, receiver, rate, seconds } = options
-  receiver.reset()
+  await receiver.reset()
   const agent = new Agent({ keepAlive: true, maxSockets: 64 })
   const target = new URL(`${api.url}/v1/beta/programs/${options.programId}/testers`)
   const acks = new Map<string, number>()
@@ -153,13 +149,11 @@ export async function writeToDelivery(options: {
   }
   await Promise.all(writes)
   const sentFor = (now() - began) / 1000
-  await until(() => {
-    const delivered = new Set([...receiver.arrivals.values()].map((a) => a.resource))
-    return [...acks.keys()].every((id) => delivered.has(id))
-  }, options.waitMs)
+  // One event, so one delivery, per acknowledged enrollment.
+  await received(receiver, acks.size, options.waitMs)
   agent.destroy()
 
-  const arrivalOf = new Map([...receiver.arrivals.values()].map((a) => [a.resource, a.at]))
+  const arrivalOf = new Map((await receiver.arrivals()).map((a) => [a.resource, a.at]))
   const latencies: number[] = []
   let undelivered = 0
   for (const [id, ack] of acks) {
