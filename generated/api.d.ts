@@ -374,9 +374,10 @@ export interface paths {
          * @description Changes only the fields sent (`url`, `events`, `description`, `enabled`); `null` clears
          *     `description`, and is `400` for the other three. An empty body changes nothing and
          *     answers `200`. `enabled: true` on a disabled endpoint clears `disabled_reason` and the
-         *     record of failing attempts: its pending deliveries are sent again from then on.
-         *     `enabled: false` stops deliveries to it (`disabled_reason` stays `null`: the team
-         *     disabled it; on an endpoint the service disabled, it keeps its reason). A new `url` or
+         *     record of failing attempts: its pending deliveries are due at once. `enabled: false`
+         *     stops deliveries to it: its pending deliveries wait, with `next_attempt_at` `null`
+         *     (`disabled_reason` stays `null`: the team disabled it; on an endpoint the service
+         *     disabled, it keeps its reason). A new `url` or
          *     `events` applies to events written from then on; the deliveries already made go to the
          *     endpoint's URL of the moment they are attempted. The URL rules are those of creation.
          *     A body with any field moves `updated_at` and the `ETag`; an empty one moves neither.
@@ -516,8 +517,10 @@ export interface paths {
          *     `succeeded` one is sent again (for a receiver that lost it). The answer is the delivery,
          *     `pending` and due now, with `attempts` and the latest attempt's fields as they were until
          *     the new attempt is made; a failure of this attempt is retried on the schedule only while
-         *     the delivery has attempts left, otherwise it is `failed` again. A disabled endpoint is
-         *     sent nothing: `409 endpoint_disabled` (enable it first).
+         *     the delivery has attempts left, otherwise it is `failed` again. Asked for while an attempt
+         *     is under way, the retry is made once that attempt ends, whatever it came to (that attempt
+         *     is counted; an answer `410` disables the endpoint, and then there is none). A disabled
+         *     endpoint is sent nothing: `409 endpoint_disabled` (enable it first).
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -1942,7 +1945,8 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description `pending` (to be attempted at `next_attempt_at`, or under way), `succeeded` (a `2xx`
+         * @description `pending` (to be attempted at `next_attempt_at`, or under way, or waiting for its disabled
+         *     endpoint to be enabled, `next_attempt_at` `null`), `succeeded` (a `2xx`
          *     answer) or `failed` (every attempt of the schedule failed, or the endpoint answered
          *     `410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
          * @enum {string}
@@ -1979,7 +1983,11 @@ export interface components {
              *     reworded.
              */
             last_error: string | null;
-            /** @description When the next attempt is due while `pending`; `null` once `succeeded` or `failed`. */
+            /**
+             * @description When the next attempt is due while `pending`; `null` once `succeeded` or `failed`, and
+             *     while the endpoint is disabled: its pending deliveries wait, and are due at once when it
+             *     is enabled again.
+             */
             next_attempt_at: components["schemas"]["Timestamp"] | null;
             created_at: components["schemas"]["Timestamp"];
         };

@@ -3717,7 +3717,7 @@ export const routes: RouteSpec[] = [
                 "status": {
                   "type": "string",
                   "maxLength": 64,
-                  "description": "`pending` (to be attempted at `next_attempt_at`, or under way), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
+                  "description": "`pending` (to be attempted at `next_attempt_at`, or under way, or waiting for its disabled\nendpoint to be enabled, `next_attempt_at` `null`), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "pending",
                     "succeeded",
@@ -3785,7 +3785,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`."
+                  "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`, and\nwhile the endpoint is disabled: its pending deliveries wait, and are due at once when it\nis enabled again.\n"
                 },
                 "created_at": {
                   "type": "string",
@@ -3921,7 +3921,7 @@ export const routes: RouteSpec[] = [
                   "status": {
                     "type": "string",
                     "maxLength": 64,
-                    "description": "`pending` (to be attempted at `next_attempt_at`, or under way), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
+                    "description": "`pending` (to be attempted at `next_attempt_at`, or under way, or waiting for its disabled\nendpoint to be enabled, `next_attempt_at` `null`), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                     "enum": [
                       "pending",
                       "succeeded",
@@ -3989,7 +3989,7 @@ export const routes: RouteSpec[] = [
                         "type": "null"
                       }
                     ],
-                    "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`."
+                    "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`, and\nwhile the endpoint is disabled: its pending deliveries wait, and are due at once when it\nis enabled again.\n"
                   },
                   "created_at": {
                     "type": "string",
@@ -4136,7 +4136,7 @@ export const routes: RouteSpec[] = [
                 "status": {
                   "type": "string",
                   "maxLength": 64,
-                  "description": "`pending` (to be attempted at `next_attempt_at`, or under way), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
+                  "description": "`pending` (to be attempted at `next_attempt_at`, or under way, or waiting for its disabled\nendpoint to be enabled, `next_attempt_at` `null`), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "pending",
                     "succeeded",
@@ -4204,7 +4204,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`."
+                  "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`, and\nwhile the endpoint is disabled: its pending deliveries wait, and are due at once when it\nis enabled again.\n"
                 },
                 "created_at": {
                   "type": "string",
@@ -4315,7 +4315,7 @@ export const routes: RouteSpec[] = [
                 "status": {
                   "type": "string",
                   "maxLength": 64,
-                  "description": "`pending` (to be attempted at `next_attempt_at`, or under way), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
+                  "description": "`pending` (to be attempted at `next_attempt_at`, or under way, or waiting for its disabled\nendpoint to be enabled, `next_attempt_at` `null`), `succeeded` (a `2xx`\nanswer) or `failed` (every attempt of the schedule failed, or the endpoint answered\n`410`). An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.\n",
                   "enum": [
                     "pending",
                     "succeeded",
@@ -4383,7 +4383,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`."
+                  "description": "When the next attempt is due while `pending`; `null` once `succeeded` or `failed`, and\nwhile the endpoint is disabled: its pending deliveries wait, and are due at once when it\nis enabled again.\n"
                 },
                 "created_at": {
                   "type": "string",

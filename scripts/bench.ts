@@ -1,6 +1,7 @@
 // npm run bench: throughput, latency and memory of the real server on PostgreSQL, against a
 // ceiling (a minimal Fastify + postgres.js server running the simplest correct SQL for each
-// read) and a floor (pgbench running the API's own SQL alone), then on the embedded PGlite. See
+// read) and a floor (pgbench running the API's own SQL alone), its webhook deliveries to a
+// receiver that answers at once (scripts/bench/webhooks.ts), then on the embedded PGlite. See
 // README, "Performance".
 //
 // Configuration (environment):
@@ -13,6 +14,8 @@
 //   BENCH_PGLITE_DIR    the seeded PGlite data directory, default <tmp>/feedback-bench-pglite-v1
 //   BENCH_ONLY          a regular expression: only scenarios whose name matches (development)
 //   BENCH_SKIP_PGLITE   1 to skip the PGlite part
+//   BENCH_HOOK_RATE     writes a second while write-to-delivery latency is measured, default 200
+//   BENCH_CPU_PROF      a directory: the API servers run under node --cpu-prof and leave their profiles there
 import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -24,10 +27,14 @@ import { sql as dsql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { openDatabase } from '../src/db/client.js'
 import { encodeCursor } from '../src/domain/cursor.js'
+import { newId } from '../src/domain/ids.js'
+import { newWebhookSecret } from '../src/domain/secrets.js'
 import { median, runHttp, runPgbench, type Measure } from './bench/load.js'
 import { freePort, startServer, type Server } from './bench/procs.js'
 import { benchSql, forPgbench, pgbenchEnrollTransaction, pgbenchInsertTester, simplestSql } from './bench/queries.js'
+import { startBenchReceiver } from './bench/receiver.js'
 import { API_KEY, ensureSeed, PROGRAM_ID, PROJECT_ID, SEED_NAME, type Exec, type SeedScale } from './bench/seed.js'
+import { deliveryRate, subscribe, unsubscribe, writeToDelivery, type LatencyResult, type RateResult } from './bench/webhooks.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const env = process.env
@@ -44,6 +51,8 @@ const connections = Math.round(num('BENCH_CONNECTIONS', 50))
 const pgliteDir = env.BENCH_PGLITE_DIR || join(tmpdir(), 'feedback-bench-pglite-v1')
 const only = env.BENCH_ONLY ? new RegExp(env.BENCH_ONLY, 'i') : undefined
 const skipPglite = env.BENCH_SKIP_PGLITE === '1'
+const hookRate = num('BENCH_HOOK_RATE', 200)
+const cpuProfDir = env.BENCH_CPU_PROF
 /** The config accepts at most 1 000 000 a minute: far above what two cores serve in one. */
 const RATE_LIMIT = '1000000'
 
@@ -167,9 +176,10 @@ function startArgs(): string[] {
 
 async function startApi(name: string, dbEnv: Record<string, string>): Promise<Server> {
   const port = await freePort()
+  if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true })
   const server = await startServer({
     name,
-    args: startArgs(),
+    args: [...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []), ...startArgs()],
     cwd: root,
     env: serverEnv({ ...dbEnv, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: RATE_LIMIT }),
     port,
@@ -217,6 +227,9 @@ interface Scenario {
   /** pgbench scenarios */
   script?: string
   diagnostic?: boolean
+  /** Around each of its runs (HTTP scenarios): what the scenario needs in place, and its removal. */
+  setup?: () => Promise<void>
+  teardown?: () => Promise<void>
 }
 interface Outcome {
   scenario: Scenario
@@ -324,6 +337,24 @@ async function main() {
   writeFileSync(scripts.enrollTx, pgbenchEnrollTransaction)
   const pgbenchVariables = { project_id: PROJECT_ID, entry_id: entryId, page_limit: '21', page_offset: '0', program_id: PROGRAM_ID }
 
+  // The webhook scenarios' receiver, and the endpoint subscribed to it while one of them runs.
+  const receiver = await startBenchReceiver(join(root, 'dist/scripts/bench/receiver.js'))
+  let apiUrl = ''
+  const hookApi = () => ({ url: apiUrl, key: API_KEY })
+  let subscribed: { id: string; at: number } | undefined
+  const subscribeReceiver = async (events: string[]) => {
+    await receiver.reset()
+    subscribed = { id: await subscribe(hookApi(), receiver, events), at: Date.now() }
+  }
+  const unsubscribeReceiver = async () => {
+    if (!subscribed) return
+    await unsubscribe(hookApi(), subscribed.id)
+    const seconds = (Date.now() - subscribed.at) / 1000
+    const { events } = await receiver.count()
+    log(`  (the endpoint got ${events} deliveries in its ${seconds.toFixed(0)} s, ${fmt.rps(events / seconds)} a second)`)
+    subscribed = undefined
+  }
+
   const lastPage = PG_SCALE.benchRows - 20
   const scenarios: Scenario[] = [
     { key: 'get', name: 'GET changelog entry', target: 'api', request: get(`/v1/changelog/${entryId}`) },
@@ -348,12 +379,23 @@ async function main() {
     },
     { key: 'testers', name: 'list testers, offset 0', target: 'api', request: get(`/v1/beta/programs/${PROGRAM_ID}/testers?limit=20&offset=0`) },
     { key: 'enroll', name: 'POST enroll tester (new email)', target: 'api', request: enroll },
+    // Right after the same without an endpoint, on the same table, for the ratio.
+    {
+      key: 'enrollHook',
+      name: 'POST enroll tester, a webhook endpoint subscribed (delivering meanwhile)',
+      target: 'api',
+      request: enroll,
+      setup: () => subscribeReceiver(['beta_tester.enrolled']),
+      teardown: unsubscribeReceiver,
+    },
     { key: 'enroll', name: 'POST enroll tester (new email)', target: 'pgbench', script: scripts.insert },
     { key: 'enrollTx', name: 'enroll transaction (lock program + insert)', target: 'pgbench', script: scripts.enrollTx, diagnostic: true },
   ].filter((s) => !only || only.test(s.name) || only.test(s.key)) as Scenario[]
 
   const loadBefore = loadAverage()
-  const api = await startApi('api-postgres', { DATABASE_URL: databaseUrl })
+  // Deliveries may reach the benchmark's receiver on 127.0.0.1.
+  const api = await startApi('api-postgres', { DATABASE_URL: databaseUrl, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })
+  apiUrl = api.url
   const apiStartRss = api.peakRss()
   log(`API on PostgreSQL listening after ${api.coldStartMs} ms (pid ${api.pid}), ${fmt.mb(apiStartRss)} at start-up`)
   const minimal = scenarios.some((s) => s.target === 'minimal') ? await startMinimal(simplestSql) : undefined
@@ -378,9 +420,14 @@ async function main() {
         if (measure.failures) log(`  pgbench ${scenario.name}: ${measure.failures} failed transactions`)
       } else {
         const server = scenario.target === 'api' ? api : minimal!
-        const { measure, rss } = await runHttpScenario(server, scenario, run === 1)
-        outcome.runs.push(measure)
-        outcome.rssWindows.push(rss)
+        await scenario.setup?.()
+        try {
+          const { measure, rss } = await runHttpScenario(server, scenario, run === 1)
+          outcome.runs.push(measure)
+          outcome.rssWindows.push(rss)
+        } finally {
+          await scenario.teardown?.()
+        }
       }
       const last = outcome.runs.at(-1)!
       log(`  ${scenario.target.padEnd(7)} ${scenario.name}: ${fmt.rps(last.rps)} req/s, p50 ${fmt.ms(last.p50)} ms, p99 ${fmt.ms(last.p99)} ms, CPU ${fmt.cpu(last.cpuPerRequest ?? NaN)} ms/req`)
@@ -388,6 +435,79 @@ async function main() {
   }
   const apiPeak = api.peakRss()
   const minimalPeak = minimal?.peakRss() ?? 0
+
+  // -------------------------------------------------------------------------------------------
+  // Webhook deliveries, on the same server: a backlog's delivery rate, and the time from a
+  // write's acknowledgement to its delivery under a steady write load.
+  const hookScenarios = [
+    { key: 'hookRate', name: 'webhook deliveries a second (a backlog to one endpoint)', endpoints: 1 },
+    // As many tenants as it takes for the instance's limit (32 in flight), not one endpoint's (8), to bound it.
+    { key: 'hookRate4', name: 'webhook deliveries a second (a backlog to four tenants’ endpoints)', endpoints: 4 },
+    { key: 'hookLatency', name: `acknowledged write → its webhook delivery, at ${hookRate} writes a second`, endpoints: 1 },
+  ].filter((s) => !only || only.test(s.name) || only.test(s.key))
+  const rateRuns: Record<number, (RateResult & { cpuPerDelivery: number })[]> = { 1: [], 4: [] }
+  const latencyRuns: LatencyResult[] = []
+  const backlog = Math.round(1000 * seconds)
+  if (hookScenarios.length > 0) {
+    const pgHooks = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+    // Endpoints of the project under test and of the seed's other projects (which have no key the
+    // API takes), written as the API would, and deleted with their deliveries afterwards.
+    const projects = [PROJECT_ID, ...[1, 2, 3].map((n) => `prj_other${String(n).padStart(16, '0')}`)]
+    const createEndpoints = async (n: number) => {
+      const endpoints = projects.slice(0, n).map((projectId) => ({ id: newId('we'), projectId }))
+      for (const e of endpoints) {
+        await pgHooks`insert into webhook_endpoints (id, project_id, url, secret, events) values (${e.id}, ${e.projectId}, ${receiver.url}, ${newWebhookSecret()}, ${['webhook.test']})`
+      }
+      return endpoints
+    }
+    const deleteEndpoints = async (endpoints: { id: string }[]) => {
+      await pgHooks`delete from webhook_endpoints where id in ${pgHooks(endpoints.map((e) => e.id))}`
+    }
+    // `count` events and deliveries, dealt to the endpoints in turn, in one statement.
+    const writeBacklog = (endpoints: { id: string; projectId: string }[]) => async (count: number) => {
+      const tag = `${runTag}-${Date.now()}`
+      const pick = (key: 'id' | 'projectId') => `(array[${endpoints.map((e) => `'${e[key]}'`).join(', ')}])[1 + g % ${endpoints.length}]`
+      await pgHooks.unsafe(`
+        with event as (
+          insert into events (id, project_id, type, data)
+          select 'evt_' || substr(md5('${tag}-' || g), 1, 21), ${pick('projectId')}, 'webhook.test', '{"id":"' || ${pick('id')} || '","n":' || g || '}'
+          from generate_series(1, ${count}) g
+          returning id, project_id, created_at, data
+        )
+        insert into webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
+        select 'wd_' || substr(md5('wd-' || id), 1, 21), project_id, (data::json)->>'id', id, 'webhook.test', created_at, created_at from event`)
+    }
+    try {
+      for (let run = 1; run <= repeat; run++) {
+        log(`webhook run ${run}/${repeat}`)
+        for (const scenario of hookScenarios) {
+          if (scenario.key !== 'hookLatency') {
+            const endpoints = await createEndpoints(scenario.endpoints)
+            const window = api.window()
+            const result = await deliveryRate({ receiver, count: backlog, write: writeBacklog(endpoints), timeoutMs: 180_000 })
+            const { cpuMs } = window()
+            await deleteEndpoints(endpoints)
+            rateRuns[scenario.endpoints]!.push({ ...result, cpuPerDelivery: cpuMs / result.delivered })
+            log(`  ${scenario.name}: ${fmt.rps(result.perSecond)}/s, ${result.delivered} of ${result.expected} delivered, server CPU ${fmt.cpu(cpuMs / result.delivered)} ms a delivery`)
+          } else {
+            await subscribeReceiver(['beta_tester.enrolled'])
+            const result = await writeToDelivery({ api: hookApi(), receiver, programId: PROGRAM_ID, rate: hookRate, seconds, waitMs: 60_000, tag: `${runTag}-${run}` })
+            await unsubscribeReceiver()
+            latencyRuns.push(result)
+            log(
+              `  ${scenario.name}: p50 ${fmt.ms(result.p50)} ms, p99 ${fmt.ms(result.p99)} ms, max ${fmt.ms(result.max)} ms; ` +
+                `${fmt.rps(result.writesPerSecond)} writes/s acknowledged (p99 ${fmt.ms(result.writeP99)} ms), ${result.failedWrites} failed, ${result.undelivered} undelivered`,
+            )
+          }
+          await drain(api)
+        }
+      }
+    } finally {
+      await unsubscribeReceiver().catch(() => {})
+      await pgHooks.end({ timeout: 5 })
+    }
+  }
+  await receiver.close()
   await stop(api)
   if (minimal) await stop(minimal)
   rmSync(api.logFile, { force: true })
@@ -449,11 +569,11 @@ async function main() {
     '| scenario | target | req/s | p50 ms | p99 ms | server CPU ms/req | server peak RSS | API/minimal | API/pgbench |',
     '|---|---|--:|--:|--:|--:|--:|--:|--:|',
   ]
-  const seen = new Set<string>()
+  let previousKey: string | undefined
   for (const scenario of scenarios) {
     const s = summarise(outcomes.get(scenario)!)
-    const first = !seen.has(scenario.key)
-    seen.add(scenario.key)
+    const first = scenario.key !== previousKey
+    previousKey = scenario.key
     const isApi = scenario.target === 'api'
     const m = isApi ? find(scenario.key, 'minimal') : undefined
     const b = isApi ? find(scenario.key, 'pgbench') : undefined
@@ -481,6 +601,33 @@ async function main() {
     }
   }
 
+  const hookRows: string[] = []
+  if (rateRuns[1]!.length || rateRuns[4]!.length || latencyRuns.length) {
+    const medianOf = <T>(runs: T[], f: (r: T) => number) => median(runs.map(f))
+    hookRows.push('| webhook scenario (PostgreSQL) | measured | runs | target |', '|---|--:|---|---|')
+    for (const [endpoints, runs] of Object.entries(rateRuns)) {
+      if (runs.length === 0) continue
+      const to = endpoints === '1' ? 'one endpoint (8 attempts at a time)' : `${endpoints} endpoints of ${endpoints} projects (32 at a time, the instance's limit)`
+      hookRows.push(
+        `| deliveries a second: a backlog of ${fmt.rps(backlog)} to ${to}, receiver answering 204 at once | ${fmt.rps(medianOf(runs, (r) => r.perSecond))}/s ` +
+          `(server CPU ${fmt.cpu(medianOf(runs, (r) => r.cpuPerDelivery))} ms a delivery) | ${runs.map((r) => fmt.rps(r.perSecond)).join(', ')} | ≥ 1,000/s |` +
+          (runs.some((r) => r.delivered < r.expected || r.duplicates > 0) ? ` ⚠ ${runs.map((r) => `${r.expected - r.delivered} undelivered, ${r.duplicates} twice`).join('; ')}` : ''),
+      )
+    }
+    if (latencyRuns.length) {
+      hookRows.push(
+        `| acknowledged enrollment → its delivery, ${hookRate} writes a second for ${seconds} s: p50 / p99 | ${fmt.ms(medianOf(latencyRuns, (r) => r.p50))} / ${fmt.ms(medianOf(latencyRuns, (r) => r.p99))} ms ` +
+          `(max ${fmt.ms(medianOf(latencyRuns, (r) => r.max))}) | ${latencyRuns.map((r) => `${fmt.ms(r.p50)} / ${fmt.ms(r.p99)}`).join(', ')} | p99 < 2,000 ms |` +
+          (latencyRuns.some((r) => r.undelivered || r.failedWrites) ? ` ⚠ ${latencyRuns.map((r) => `${r.undelivered} undelivered, ${r.failedWrites} failed writes`).join('; ')}` : ''),
+      )
+    }
+    const withHook = find('enrollHook', 'api')
+    const without = find('enroll', 'api')
+    if (withHook && without) {
+      hookRows.push(`| enrollment req/s with an endpoint subscribed / without | ${fmt.ratio(withHook.rps / without.rps)} (${fmt.rps(withHook.rps)} / ${fmt.rps(without.rps)}) | medians of ${repeat} | ≥ 0.90× |`)
+    }
+  }
+
   // Targets.
   const checks: string[] = []
   const check = (name: string, value: number | undefined, goal: number, cmp: '≥' | '≤', show: (v: number) => string) => {
@@ -499,6 +646,11 @@ async function main() {
   check('list at the last page of 100 000 vs offset 0', r(find('list100k', 'api'), find('list0', 'api')), 0.5, '≥', x)
   check('the same page by cursor vs offset 0', r(find('cursor100k', 'api'), find('list0', 'api')), 0.5, '≥', x)
   check('enrollment vs pgbench insert', r(find('enroll', 'api'), find('enroll', 'pgbench')), 0.7, '≥', x)
+  check('enrollment with a webhook endpoint subscribed vs without', r(find('enrollHook', 'api'), find('enroll', 'api')), 0.9, '≥', x)
+  for (const [endpoints, runs] of Object.entries(rateRuns)) {
+    if (runs.length) check(`webhook deliveries a second, to ${endpoints === '1' ? 'one endpoint' : `${endpoints} tenants' endpoints`}`, median(runs.map((r) => r.perSecond)), 1000, '≥', (v) => `${fmt.rps(v)}/s`)
+  }
+  if (latencyRuns.length) check(`write → delivery p99 at ${hookRate} writes/s`, median(latencyRuns.map((r) => r.p99)), 2000, '≤', (v) => `${fmt.ms(v)} ms`)
   check('API peak RSS on PostgreSQL', apiPeak ? mb(apiPeak) : undefined, 200, '≤', (v) => `${Math.round(v)} MB`)
   if (!skipPglite) {
     check('PGlite peak RSS', pglitePeak ? mb(pglitePeak) : undefined, 400, '≤', (v) => `${Math.round(v)} MB`)
@@ -515,6 +667,7 @@ async function main() {
     '',
     ...rows,
     '',
+    ...(hookRows.length ? [...hookRows, ''] : []),
     ...(pgRows.length
       ? [
           ...pgRows,

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { build } from 'esbuild'
 
 const SOURCES = ['src', 'generated']
-const EXTRA = ['scripts/bench/minimal-server.ts']
+const EXTRA = ['scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
 
 function typescriptFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

@@ -114,10 +114,13 @@ export async function countSeed(exec: Exec): Promise<SeedCounts> {
   return row as unknown as SeedCounts
 }
 
-/** What earlier runs wrote: the testers they enrolled (the API's and pgbench's) and their events, so every run starts alike. */
+/**
+ * What earlier runs wrote: the testers they enrolled (the API's and pgbench's), their events, and
+ * webhook endpoints a run stopped short left subscribed, so every run starts alike.
+ */
 export const removeEnrolled = [
   `delete from beta_testers where beta_program_id = ${lit(PROGRAM_ID)} and email not like '${SEED_EMAIL_PREFIX}%'`,
-  'truncate webhook_deliveries, events',
+  'truncate webhook_deliveries, events, webhook_endpoints',
 ]
 
 /** Every table of the schema, so that a new table can never be left holding rows that reference a truncated one. */

@@ -345,8 +345,11 @@ export const webhook_deliveries = pgTable(
   (t) => [
     index('webhook_deliveries_endpoint_created_idx').on(t.endpoint_id, t.created_at.desc(), t.id.desc()),
     index('webhook_deliveries_endpoint_status_created_idx').on(t.endpoint_id, t.status, t.created_at.desc(), t.id.desc()),
-    // The dispatcher's claim: pending rows, soonest due first.
-    index('webhook_deliveries_due_idx').on(t.next_attempt_at).where(sql`${t.status} = 'pending'`),
+    // The dispatcher's claim: the endpoints with pending deliveries, and each one's soonest due.
+    // A parked delivery (its endpoint disabled, next_attempt_at null) is in neither.
+    index('webhook_deliveries_endpoint_due_idx')
+      .on(t.endpoint_id, t.next_attempt_at)
+      .where(sql`${t.status} = 'pending' and ${t.next_attempt_at} is not null`),
     index('webhook_deliveries_event_idx').on(t.event_id),
     // Attempts in flight (or left by an instance that died), counted per endpoint by the claim.
     index('webhook_deliveries_claimed_idx').on(t.endpoint_id).where(sql`${t.claimed_until} is not null`),

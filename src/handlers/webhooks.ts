@@ -118,7 +118,8 @@ export const updateWebhookEndpoint: Handler<'updateWebhookEndpoint'> = async ({ 
     ...(body.description !== undefined ? { description: body.description } : {}),
     ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
   }
-  const result = await repos.webhooks.update(principal.projectId, endpointId(params.id), patch, ifMatch(headers['if-match']))
+  // In a transaction: enabling or disabling the endpoint moves its pending deliveries with it.
+  const result = await repos.transaction((tx) => tx.webhooks.update(principal.projectId, endpointId(params.id), patch, ifMatch(headers['if-match'])))
   switch (result.outcome) {
     case 'updated':
       return { status: 200, body: { data: endpointRecord(result.row) }, headers: { etag: result.row.etag } }

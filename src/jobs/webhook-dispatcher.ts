@@ -6,13 +6,18 @@
 //
 // When it works: at once when a transaction on this instance made deliveries due (the
 // repositories' deliveriesDue hook calls wake()), and every second otherwise, so that a delivery
-// written or retried on another instance is attempted within about 2 s; and again as soon as an
-// attempt ends, so that a backlog keeps every slot busy (one claim runs at a time: the looks of
-// attempts that end together are one).
+// written or retried on another instance is attempted within about 2 s; and again as soon as a
+// slot may be filled, so that a backlog keeps every slot busy: when an attempt ends (a success's
+// outcome is written meanwhile, the claim told not to count it as in flight), when a record
+// frees a failed attempt's endpoint or leaves a delivery due again (a retry asked for during its
+// attempt), and right after a claim that passed over deliveries another instance was holding at
+// that moment (one claim runs at a time: the looks that come while one is under way are one,
+// made when it ends).
 //
-// At most `concurrency` attempts at once on this instance, and `perEndpoint` to any one endpoint
-// on all instances together, so that an endpoint that hangs holds a few slots for its 10 s,
-// not all of them. Outcomes are recorded in batches: whatever ended while the previous record
+// At most `concurrency` attempts at once on this instance, and on all instances together
+// `perEndpoint` to any one endpoint (`perFailingEndpoint` to one whose attempts fail) and
+// `perProject` to one project's endpoints, so that an endpoint that hangs holds a few slots for
+// its 10 s, not all of them, and a tenant's endpoints never hold up everyone else's. Outcomes are recorded in batches: whatever ended while the previous record
 // was being written goes in the next one statement.
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
@@ -37,6 +42,10 @@ export interface WebhookDispatcherOptions {
   concurrency?: number
   /** Attempts in flight at most to one endpoint, all instances together. */
   perEndpoint?: number
+  /** Attempts in flight at most to an endpoint whose attempts are failing (failing_since), all instances together. */
+  perFailingEndpoint?: number
+  /** Attempts in flight at most to one project's endpoints, all instances together. */
+  perProject?: number
   /** Milliseconds between two looks for due deliveries when nothing wakes the dispatcher. */
   pollMs?: number
   /** How long a claim holds before another instance may take the delivery over: far longer than an attempt. */
@@ -68,11 +77,14 @@ export interface WebhookDispatcher {
 }
 
 /**
- * At most 32 attempts at once per instance (a socket and a few KiB each) and 8 to one endpoint on
- * all instances together: a burst to a receiver that answers in 50 ms goes at about 160 a second
- * (8 / 0.05 s), while an endpoint that hangs holds 8 of an instance's 32 slots, never all of them.
+ * At most 32 attempts at once per instance (a socket and a few KiB each), and on all instances
+ * together 8 to one endpoint, 1 to an endpoint that is failing and 8 to one project's endpoints:
+ * a burst to a receiver that answers in 50 ms goes at about 160 a second (8 / 0.05 s); an
+ * endpoint that hangs holds 8 slots until its first attempts time out, then 1; and a tenant holds
+ * 8 of an instance's 32 however many endpoints it has: it takes four tenants whose endpoints all
+ * begin to hang at once to fill an instance, and only until those attempts' 10 s deadline.
  */
-export const DISPATCH_DEFAULTS = Object.freeze({ concurrency: 32, perEndpoint: 8, pollMs: 1000, leaseMs: 60_000, drainMs: 8000 })
+export const DISPATCH_DEFAULTS = Object.freeze({ concurrency: 32, perEndpoint: 8, perFailingEndpoint: 1, perProject: 8, pollMs: 1000, leaseMs: 60_000, drainMs: 8000 })
 /** Each wait of the schedule gets up to this much more, at random, so that failures that came together do not retry together. */
 const JITTER = 0.1
 
@@ -89,7 +101,7 @@ export function retryDelay(attemptsMade: number, schedule: readonly number[], ra
 const loggable = (error: unknown) => ({ code: sqlState(error) ?? (error as { name?: string } | undefined)?.name })
 
 export function startWebhookDispatcher(options: WebhookDispatcherOptions): WebhookDispatcher {
-  const { concurrency, perEndpoint, pollMs, leaseMs, drainMs } = { ...DISPATCH_DEFAULTS, ...definedOnly(options) }
+  const { concurrency, perEndpoint, perFailingEndpoint, perProject, pollMs, leaseMs, drainMs } = { ...DISPATCH_DEFAULTS, ...definedOnly(options) }
   const { log, metrics } = options
   const schedule = options.config.webhookRetryScheduleMs
   const random = options.random ?? Math.random
@@ -102,6 +114,8 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
   const aborted: ClaimedDelivery[] = []
   let claiming: Promise<void> | undefined
   let recording: Promise<void> | undefined
+  /** Outcomes in the record being written. */
+  let recordingBatch: Outcome[] = []
   /** Woken while a claim was under way: look again when it ends. */
   let again = false
   let stopping: Promise<void> | undefined
@@ -131,15 +145,23 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     const room = concurrency - inFlight.size
     if (room <= 0) return
     again = false
+    // Attempts that have succeeded free their slots at once, here and in the claim: their
+    // outcomes are still being written (their claims hold until then), but they are no longer in
+    // flight, and the claim counts them so, so that a healthy endpoint's next delivery goes
+    // without waiting for the record. A failed attempt's endpoint waits for its record, which
+    // may disable it (410) or leave it one attempt at a time (failing).
+    const ended = [...outcomes, ...recordingBatch].filter((o) => o.succeeded).map((o) => o.id)
     claiming = repo
-      .claim({ limit: room, perEndpoint, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
+      .claim({ limit: room, ended, perEndpoint, perFailingEndpoint, perProject, leaseMs, attemptMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS })
       .then(
-        (claimed) => {
+        ({ deliveries: claimed, more }) => {
           healthy()
           // The claim may have been on its way when stop() came: none of these has begun.
           if (claimed.length > 0) changed = true
           if (stopping) aborted.push(...claimed)
           else for (const claim of claimed) begin(claim)
+          // It passed over deliveries another instance held at that moment: more may be due.
+          if (more) again = true
         },
         (error: unknown) => unhealthy(error, 'claim due deliveries'),
       )
@@ -167,6 +189,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
           id: claim.id,
           token: claim.token,
           startedAt: claim.claimedAt,
+          dueAt: claim.dueAt,
           status: result.status,
           error: result.error,
           succeeded,
@@ -204,18 +227,32 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     const batch = outcomes.filter((o) => o.expires > Date.now())
     outcomes = []
     if (batch.length === 0) return Promise.resolve()
+    recordingBatch = batch
     recording = repo
       .record(batch)
       .then(
         (recorded) => {
+          recordingBatch = []
           healthy()
           changed = true
+          // A failed attempt's endpoint counts it no more; a retry asked for during an attempt
+          // left its delivery due now.
+          if (batch.some((o) => !o.succeeded) || recorded.deliveries.some((d) => d.status === 'pending')) look()
           for (const endpoint of recorded.disabled) {
             log.warn({ endpoint_id: endpoint.id, reason: endpoint.reason }, `webhook endpoint ${endpoint.id} disabled: ${endpoint.reason === 'gone' ? 'it answered 410 Gone' : 'every attempt to it failed for 5 days'}`)
+          }
+          // Their pending deliveries wait for them to be enabled again, out of the claim's way.
+          if (recorded.disabledSince.length > 0) {
+            return repo.park(recorded.disabledSince).then(
+              () => undefined,
+              (error: unknown) =>
+                log.warn({ err: loggable(error), endpoints: recorded.disabledSince }, 'webhook deliveries: could not park a disabled endpoint’s deliveries; each claim passes over them until it is enabled'),
+            )
           }
         },
         (error: unknown) => {
           // Kept for the next tick; the deliveries stay claimed meanwhile.
+          recordingBatch = []
           outcomes.unshift(...batch)
           unhealthy(error, 'record delivery attempts')
         },

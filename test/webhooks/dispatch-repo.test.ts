@@ -5,13 +5,14 @@
 // result between the two, never to a duration of its own.
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
-import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../../src/db/repos/dispatch.js'
-import { rowsOf } from '../../src/db/results.js'
+import { claimQuery, dispatchRepo, parkDeliveries, unparkDeliveries, type ClaimedDelivery, type ClaimOptions, type Outcome } from '../../src/db/repos/dispatch.js'
 import { makeRepos } from '../../src/db/repos/index.js'
+import { rowsOf } from '../../src/db/results.js'
 import { projects, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { retryDelay } from '../../src/jobs/webhook-dispatcher.js'
 import { eventJson } from '../../src/webhooks/event-record.js'
+import { explainPlan, indexScans } from '../helpers/db.js'
 import { createEndpoint, deliveryRow, endpointRow, recordEvent, webhookDatabase, type EndpointRow } from '../helpers/webhooks.js'
 
 const { db } = await webhookDatabase()
@@ -22,9 +23,9 @@ const ATTEMPT = 10_000
 
 const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select (extract(epoch from now()) * 1000)::float8 as ms`))[0]!.ms
 /** Claims, keeping these endpoints' deliveries and giving back the rest (earlier tests' deliveries that are still due). */
-async function claimFor(endpoints: EndpointRow[], perEndpoint = 100): Promise<ClaimedDelivery[]> {
+async function claimFor(endpoints: EndpointRow[], limits: Partial<ClaimOptions> = {}): Promise<ClaimedDelivery[]> {
   const ids = new Set(endpoints.map((e) => e.id))
-  const claimed = await repo.claim({ limit: 100, perEndpoint, leaseMs: LEASE, attemptMs: ATTEMPT })
+  const { deliveries: claimed } = await repo.claim({ limit: 100, perEndpoint: 100, perFailingEndpoint: 100, perProject: 100, leaseMs: LEASE, attemptMs: ATTEMPT, ...limits })
   await repo.release(claimed.filter((c) => !ids.has(c.endpointId)))
   return claimed.filter((c) => ids.has(c.endpointId))
 }
@@ -33,6 +34,7 @@ const outcome = (claim: ClaimedDelivery, fields: Partial<Outcome>): Outcome => (
   id: claim.id,
   token: claim.token,
   startedAt: claim.claimedAt,
+  dueAt: claim.dueAt,
   status: 200,
   error: null,
   succeeded: true,
@@ -103,18 +105,47 @@ t.test('a lease that ran out: another claim takes the delivery, and the first cl
   t.match(await deliveryRow(deliveryId), { status: 'succeeded', attempts: 1, claim_token: null, claimed_until: null })
 })
 
-t.test('a delivery reset for a retry while an attempt was in flight keeps the retry', async (t) => {
-  const endpoint = await createEndpoint('https://hooks.example.com/retried')
-  const { deliveryId } = await recordEvent(endpoint)
-  const [claim] = await claimOf(endpoint)
-  // What a retry does to a delivery (the API's retry operation): pending, due now, claim cleared.
-  await db
-    .update(webhook_deliveries)
-    .set({ status: 'pending', next_attempt_at: sql`now()`, claimed_until: null, claim_token: null })
-    .where(eq(webhook_deliveries.id, deliveryId))
-  t.same((await repo.record([failure(claim!)])).deliveries, [], 'the attempt that was in flight records nothing')
-  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 0 })
-  t.equal((await claimOf(endpoint))[0]?.id, deliveryId, 'and the retry is claimed')
+/** POST .../retry, as the API makes it (its repository operation, in a transaction of its own). */
+async function retry(endpoint: EndpointRow, deliveryId: string): Promise<Date> {
+  const retried = await makeRepos(db).transaction((tx) => tx.webhooks.retry(endpoint.project_id, endpoint.id, deliveryId))
+  if (retried.outcome !== 'retried') throw new Error(`retry: ${retried.outcome}`)
+  return retried.row.next_attempt_at!
+}
+
+t.test('a retry asked for while an attempt was in flight is kept, whatever the attempt came to', async (t) => {
+  const cases: [string, (claim: ClaimedDelivery) => Outcome, Record<string, unknown>][] = [
+    ['failed, attempts left', (claim) => failure(claim, 3_600_000), { last_response_status: 500, last_error: 'answered 500' }],
+    ['failed, the schedule spent', (claim) => failure(claim, null), { last_response_status: 500 }],
+    ['succeeded', (claim) => outcome(claim, {}), { last_response_status: 200, last_error: null }],
+  ]
+  for (const [what, result, fields] of cases) {
+    const endpoint = await createEndpoint('https://hooks.example.com/retried')
+    const { deliveryId } = await recordEvent(endpoint)
+    const [claim] = await claimOf(endpoint)
+    const asked = await retry(endpoint, deliveryId)
+    t.same(await claimOf(endpoint), [], `${what}: no second attempt while the first is in flight`)
+    t.same((await repo.record([result(claim!)])).deliveries, [{ id: deliveryId, status: 'pending' }], `${what}: still pending`)
+    const row = await deliveryRow(deliveryId)
+    t.match(row, { status: 'pending', attempts: 1, claimed_until: null, claim_token: null, ...fields }, `${what}: the attempt made is counted`)
+    t.equal(row.next_attempt_at?.getTime(), asked.getTime(), `${what}: due when the retry asked`)
+    t.equal((await claimOf(endpoint))[0]?.id, deliveryId, `${what}: and claimed at once`)
+  }
+})
+
+t.test('a retry is no retry for an endpoint that answered 410 meanwhile; without a retry, the outcome’s own schedule', async (t) => {
+  const gone = await createEndpoint('https://hooks.example.com/retried-gone')
+  const { deliveryId } = await recordEvent(gone)
+  const [claim] = await claimOf(gone)
+  await retry(gone, deliveryId)
+  await repo.record([outcome(claim!, { status: 410, error: 'x', succeeded: false, gone: true })])
+  t.match(await deliveryRow(deliveryId), { status: 'failed', next_attempt_at: null }, 'a disabled endpoint is sent nothing')
+
+  const plain = await createEndpoint('https://hooks.example.com/not-retried')
+  const { deliveryId: other } = await recordEvent(plain)
+  const [attempt] = await claimOf(plain)
+  const before = await dbNow()
+  await repo.record([failure(attempt!, 3_600_000)])
+  t.ok((await deliveryRow(other)).next_attempt_at!.getTime() >= before + 3_600_000, 'due after the wait')
 })
 
 t.test('per endpoint: at most perEndpoint in flight, counting the claims already held', async (t) => {
@@ -122,30 +153,108 @@ t.test('per endpoint: at most perEndpoint in flight, counting the claims already
   const quiet = await createEndpoint('https://hooks.example.com/quiet')
   for (let i = 0; i < 6; i++) await recordEvent(busy)
   await recordEvent(quiet)
-  const claims = await claimFor([busy, quiet], 2)
+  const claims = await claimFor([busy, quiet], { perEndpoint: 2 })
   t.equal(claims.filter((c) => c.endpointId === busy.id).length, 2, 'two of the busy endpoint’s six')
   t.equal(claims.filter((c) => c.endpointId === quiet.id).length, 1, 'and the quiet one’s')
-  t.same(await claimFor([busy], 2), [], 'none more while two are in flight')
+  t.same(await claimFor([busy], { perEndpoint: 2 }), [], 'none more while two are in flight')
   await repo.record([outcome(claims.find((c) => c.endpointId === busy.id)!, {})])
-  const next = await claimFor([busy], 2)
+  const next = await claimFor([busy], { perEndpoint: 2 })
   t.equal(next.length, 1, 'one more once one has ended')
   await repo.release([...claims, ...next])
+})
+
+t.test('per endpoint: an attempt this instance has seen end (its outcome not yet recorded) no longer fills a slot', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/ended')
+  for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const [first] = await claimFor([endpoint], { perEndpoint: 1 })
+  t.same(await claimFor([endpoint], { perEndpoint: 1 }), [], 'its one slot taken')
+  const next = await claimFor([endpoint], { perEndpoint: 1, ended: [first!.id] })
+  t.equal(next.length, 1, 'the next once the first has ended')
+  t.not(next[0]!.id, first!.id, 'not the one whose claim still holds')
+  await repo.release([first!, ...next])
 })
 
 t.test('per endpoint: a claim older than an attempt’s deadline (its instance died mid-attempt) keeps its delivery, but no longer fills a slot', async (t) => {
   const endpoint = await createEndpoint('https://hooks.example.com/orphaned')
   for (let i = 0; i < 3; i++) await recordEvent(endpoint)
-  const orphaned = await claimFor([endpoint], 2)
+  const orphaned = await claimFor([endpoint], { perEndpoint: 2 })
   t.equal(orphaned.length, 2, 'both slots taken')
   // The instance that claimed them died a moment after the attempts' deadline: their leases hold.
   await db
     .update(webhook_deliveries)
     .set({ claimed_until: sql`now() + ${LEASE - ATTEMPT - 1}::int * interval '1 millisecond'` })
     .where(sql`${webhook_deliveries.id} in (${sql.join(orphaned.map((c) => sql`${c.id}`), sql`, `)})`)
-  const next = await claimFor([endpoint], 2)
+  const next = await claimFor([endpoint], { perEndpoint: 2 })
   t.equal(next.length, 1, 'the endpoint’s third delivery is claimed: no attempt is in flight to it')
   t.notOk(next.some((n) => orphaned.some((c) => c.id === n.id)), 'not one of those whose lease still holds')
   await repo.release([...orphaned, ...next])
+})
+
+/** Earlier tests' deliveries that are still due would take places in a claim's batch: for the tests whose batch is smaller than what is due. */
+async function nothingElseDue(): Promise<void> {
+  await db.execute(sql`update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null, claim_token = null where status = 'pending'`)
+}
+
+t.test('a failing endpoint (failing_since set): one attempt in flight at a time', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/probing')
+  await db.update(webhook_endpoints).set({ failing_since: sql`now() - interval '1 hour'` }).where(eq(webhook_endpoints.id, endpoint.id))
+  for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const limits = { perEndpoint: 8, perFailingEndpoint: 1 }
+  const [first, ...more] = await claimFor([endpoint], limits)
+  t.same(more, [], 'one of its three')
+  t.same(await claimFor([endpoint], limits), [], 'none more while it is in flight')
+  await repo.record([failure(first!)])
+  t.equal((await claimFor([endpoint], limits)).length, 1, 'the next once it has failed')
+})
+
+t.test('per project: at most perProject in flight over all its endpoints, each endpoint’s first deliveries first', async (t) => {
+  const first = await createEndpoint('https://hooks.example.com/tenant-1')
+  const endpoints = [first]
+  for (let i = 2; i <= 3; i++) endpoints.push(await createEndpoint(`https://hooks.example.com/tenant-${i}`, { projectId: first.project_id }))
+  for (const endpoint of endpoints) for (let i = 0; i < 4; i++) await recordEvent(endpoint)
+  const other = await createEndpoint('https://hooks.example.com/another-tenant')
+  await recordEvent(other)
+  const limits = { perEndpoint: 8, perProject: 5 }
+  const claims = await claimFor([...endpoints, other], limits)
+  const of = (endpoint: EndpointRow, among = claims) => among.filter((c) => c.endpointId === endpoint.id).length
+  t.same(
+    endpoints.map((e) => of(e)).sort(),
+    [1, 2, 2],
+    'five of the project’s twelve, each of its endpoints served',
+  )
+  t.equal(of(other), 1, 'and another project’s delivery')
+  t.same(await claimFor(endpoints, limits), [], 'none more of the project while five are in flight')
+  await repo.record([outcome(claims.find((c) => c.endpointId === endpoints[0]!.id)!, {})])
+  t.equal((await claimFor(endpoints, limits)).length, 1, 'one more once one has ended')
+})
+
+t.test('a batch takes every endpoint’s first delivery before any endpoint’s second, whatever their due times', async (t) => {
+  await nothingElseDue()
+  const backlog = await createEndpoint('https://hooks.example.com/backlog')
+  for (let i = 0; i < 6; i++) await recordEvent(backlog)
+  const later = await createEndpoint('https://hooks.example.com/later')
+  for (let i = 0; i < 2; i++) await recordEvent(later)
+  const claims = await claimFor([backlog, later], { limit: 4 })
+  t.same(
+    claims.map((c) => c.endpointId).sort(),
+    [backlog.id, backlog.id, later.id, later.id].sort(),
+    'two each, though the six of the backlog were due first',
+  )
+})
+
+t.test('a deep backlog due first, with room to spare, hides no other endpoint’s delivery from a small batch', async (t) => {
+  await nothingElseDue()
+  const deep = await createEndpoint('https://hooks.example.com/deep')
+  for (let i = 0; i < 40; i++) await recordEvent(deep)
+  const behind = await createEndpoint('https://hooks.example.com/behind')
+  const { deliveryId } = await recordEvent(behind)
+  const claims = await claimFor([deep, behind], { limit: 2, perEndpoint: 8 })
+  t.same(
+    claims.map((c) => c.endpointId).sort(),
+    [deep.id, behind.id].sort(),
+    'one of the forty, and the one due after all of them',
+  )
+  t.ok(claims.some((c) => c.id === deliveryId))
 })
 
 t.test('a disabled endpoint’s deliveries are not claimed, and are once it is enabled again', async (t) => {
@@ -261,6 +370,53 @@ t.test('release gives claims back, due at once; a claim taken over since is left
   await repo.release([claim!])
   t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 0, claimed_until: null, claim_token: null })
   t.equal((await claimOf(endpoint))[0]?.id, deliveryId)
+})
+
+t.test('the claim reads each endpoint’s due deliveries from the endpoint due index, by next_attempt_at: a parked one (null) is not in it', async (t) => {
+  const plan = await explainPlan(claimQuery({ limit: 32, perEndpoint: 8, perFailingEndpoint: 1, perProject: 8, leaseMs: LEASE, attemptMs: ATTEMPT }, 'token'))
+  const scans = indexScans(plan).filter((s) => s.index === 'webhook_deliveries_endpoint_due_idx')
+  t.ok(
+    scans.some((s) => /^\(\(endpoint_id = e\.id\) AND \(next_attempt_at <= now\(\)\)\)$/.test(s.cond)),
+    'an endpoint’s due deliveries: both columns as index conditions, not a filter',
+  )
+})
+
+t.test('an endpoint disabled by an answer (410) or by the team during an attempt: its pending deliveries are parked, and come back due when it is enabled', async (t) => {
+  const gone = await createEndpoint('https://hooks.example.com/parked-gone')
+  const team = await createEndpoint('https://hooks.example.com/parked-team')
+  for (const endpoint of [gone, team]) for (let i = 0; i < 3; i++) await recordEvent(endpoint)
+  const [goneClaim] = await claimFor([gone], { perEndpoint: 1 })
+  const [teamClaim] = await claimFor([team], { perEndpoint: 1 })
+  // The team disables its endpoint meanwhile (PATCH): the deliveries no attempt holds are parked at once.
+  await db.update(webhook_endpoints).set({ enabled: false }).where(eq(webhook_endpoints.id, team.id))
+  t.equal(await parkDeliveries(db, [team.id]), 2, 'two parked by the PATCH; the one in flight is left to its attempt')
+
+  const recorded = await repo.record([outcome(goneClaim!, { status: 410, error: 'x', succeeded: false, gone: true }), failure(teamClaim!)])
+  t.same(recorded.disabledSince.sort(), [gone.id, team.id].sort(), 'both endpoints are to be parked')
+  t.match(await deliveryRow(teamClaim!.id), { status: 'pending', attempts: 1 }, 'the failed attempt is recorded')
+  t.equal(await repo.park(recorded.disabledSince), 3, 'the gone endpoint’s two, and the team’s one that was in flight')
+  const rows = await db.select().from(webhook_deliveries).where(sql`${webhook_deliveries.endpoint_id} in (${gone.id}, ${team.id})`)
+  t.same(
+    rows.filter((r) => r.id !== goneClaim!.id).map((r) => [r.status, r.next_attempt_at]),
+    Array(5).fill(['pending', null]),
+    'pending, next_attempt_at null',
+  )
+  t.same(await claimFor([gone, team]), [], 'never claimed')
+
+  await db.update(webhook_endpoints).set({ enabled: true }).where(eq(webhook_endpoints.id, team.id))
+  t.equal(await unparkDeliveries(db, team.id), 3, 'enabled again: due now')
+  t.equal((await claimFor([gone, team])).length, 3, 'and claimed')
+  t.equal(await parkDeliveries(db, [team.id]), 0, 'an enabled endpoint’s deliveries are never parked')
+})
+
+t.test('a delivery parked while its attempt was in flight stays parked whatever the attempt came to', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/parked-in-flight')
+  const { deliveryId } = await recordEvent(endpoint)
+  const [claim] = await claimOf(endpoint)
+  await db.update(webhook_endpoints).set({ enabled: false }).where(eq(webhook_endpoints.id, endpoint.id))
+  await db.update(webhook_deliveries).set({ next_attempt_at: null }).where(eq(webhook_deliveries.id, deliveryId))
+  await repo.record([failure(claim!)])
+  t.match(await deliveryRow(deliveryId), { status: 'pending', attempts: 1, next_attempt_at: null })
 })
 
 t.test('analyze gives the planner the deliveries’ statistics (PGlite keeps none by itself)', async (t) => {

@@ -106,6 +106,23 @@ t.test('410 Gone disables the endpoint at once; the delivery is failed', async (
   t.match(log.lines, [{ level: 'warn', fields: { endpoint_id: endpoint.id, reason: 'gone' } }], 'logged for the operator')
 })
 
+t.test('410 Gone: the endpoint’s other pending deliveries are parked (pending, next_attempt_at null), out of every claim’s way', async (t) => {
+  const receiver = await startReceiver({ status: 410 })
+  const endpoint = await createEndpoint(receiver.url)
+  const first = await recordEvent(endpoint)
+  const rest = [await recordEvent(endpoint), await recordEvent(endpoint)]
+  await startDispatcher(t, { perEndpoint: 1, pollMs: 10 })
+  await deliveryReaches(first.deliveryId, 'failed')
+  for (const { deliveryId } of rest) {
+    const row = await waitUntil(
+      () => deliveryRow(deliveryId),
+      (row) => row.next_attempt_at === null,
+    )
+    t.match(row, { status: 'pending', attempts: 0, claimed_until: null }, 'waiting for the endpoint to be enabled')
+  }
+  t.equal(receiver.requests.length, 1, 'nothing more was sent')
+})
+
 t.test('a disabled endpoint is sent nothing; its pending deliveries go once it is enabled again', async (t) => {
   const paused = await startReceiver()
   const endpoint = await createEndpoint(paused.url)
@@ -154,6 +171,23 @@ t.test('failing_since: set by the first failure, cleared by the next success', a
   await db.update(webhook_deliveries).set({ next_attempt_at: sql`now()` }).where(eq(webhook_deliveries.id, deliveryId))
   await deliveryReaches(deliveryId, 'succeeded', 2)
   t.equal((await endpointRow(endpoint.id)).failing_since, null)
+})
+
+t.test('a retry asked for during an attempt that then succeeds: attempted again once that attempt is recorded, not dropped', async (t) => {
+  const receiver = await startReceiver('hold')
+  const endpoint = await createEndpoint(receiver.url)
+  // No polling within the test: only the write's hook and the dispatcher's own looks.
+  const dispatcher = await startDispatcher(t, { pollMs: HOUR })
+  const repos = makeRepos(db, undefined, { deliveriesDue: () => dispatcher.wake() })
+  const { deliveryId } = await recordEvent(endpoint, { deliveriesDue: () => dispatcher.wake() })
+  await receiver.received(1)
+  const retried = await repos.transaction((tx) => tx.webhooks.retry(endpoint.project_id, endpoint.id, deliveryId))
+  t.equal(retried.outcome, 'retried')
+  receiver.answer({ status: 200 })
+  receiver.release()
+  await receiver.received(2)
+  t.match(await deliveryReaches(deliveryId, 'succeeded', 2), { attempts: 2 }, 'both attempts counted')
+  t.equal(receiver.requests.length, 2)
 })
 
 t.test('the SSRF guard on: loopback is never reached, by a literal address, a name, or a resolver’s answer', async (t) => {
@@ -279,7 +313,7 @@ t.test('a claim left by an instance that died is taken over once its lease runs 
   const receiver = await startReceiver()
   const endpoint = await createEndpoint(receiver.url)
   const { deliveryId } = await recordEvent(endpoint)
-  const claims = await dispatchRepo(db).claim({ limit: 100, perEndpoint: 100, leaseMs: HOUR, attemptMs: HOUR })
+  const { deliveries: claims } = await dispatchRepo(db).claim({ limit: 100, perEndpoint: 100, perFailingEndpoint: 100, perProject: 100, leaseMs: HOUR, attemptMs: HOUR })
   t.ok(claims.some((c) => c.id === deliveryId), 'claimed by an instance that then died')
   const dispatcher = await startDispatcher(t)
   dispatcher.wake()

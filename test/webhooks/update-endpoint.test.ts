@@ -3,7 +3,7 @@
 // If-Match is checked in the write (412); never a secret.
 import t from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { createEndpoint, endpointRow, setEndpoint } from './helpers.js'
+import { createEndpoint, deliveryRow, endpointRow, sendTest, setDelivery, setEndpoint } from './helpers.js'
 
 t.test('only the fields sent change, and updated_at moves', async (t) => {
   const app = await testApp()
@@ -71,6 +71,40 @@ t.test('enabling clears disabled_reason and the failing record; disabling leaves
   t.not((await endpointRow(created.id))!.failing_since, null, 'failing_since stays unless the endpoint is enabled')
   await call(t, app, { method: 'PATCH', url: created.url, key, body: { enabled: true } })
   t.not((await endpointRow(created.id))!.failing_since, null, 'enabling an enabled endpoint does not restart the five days')
+})
+
+t.test('disabling parks the pending deliveries (pending, next_attempt_at null); enabling makes them due at once and wakes the dispatcher after the commit', async (t) => {
+  let woken = 0
+  const app = await testApp({}, { deliveriesDue: () => woken++ })
+  const { key } = await createProject()
+  const created = await createEndpoint(t, app, key)
+  const waiting = [await sendTest(t, app, key, created.id), await sendTest(t, app, key, created.id)]
+  const done = await sendTest(t, app, key, created.id)
+  await setDelivery(done.id, { status: 'succeeded', attempts: 1, next_attempt_at: null })
+  // Due in an hour after a failed attempt: it waits too, and is due at once when enabled again.
+  await setDelivery(waiting[1]!.id, { attempts: 1, last_error: 'answered 503', next_attempt_at: new Date(Date.now() + 3_600_000) })
+  const deliveries = async () => (await call(t, app, { url: `${created.url}/deliveries`, key })).json.data as { id: string; status: string; next_attempt_at: string | null }[]
+  const of = async (id: string) => (await deliveries()).find((d) => d.id === id)!
+
+  woken = 0
+  t.equal((await call(t, app, { method: 'PATCH', url: created.url, key, body: { enabled: false } })).status, 200)
+  for (const delivery of waiting) {
+    t.match(await of(delivery.id), { status: 'pending', next_attempt_at: null }, 'pending, and not due while the endpoint is disabled')
+    t.equal((await deliveryRow(delivery.id))!.next_attempt_at, null, 'out of the due index')
+  }
+  t.match(await of(done.id), { status: 'succeeded', next_attempt_at: null }, 'a delivery made is untouched')
+  t.equal(woken, 0, 'nothing due: nobody woken')
+
+  const before = Date.now()
+  t.equal((await call(t, app, { method: 'PATCH', url: created.url, key, body: { enabled: true } })).status, 200)
+  for (const delivery of waiting) {
+    const due = Date.parse((await of(delivery.id)).next_attempt_at!)
+    t.ok(due >= before - 1000 && due <= Date.now() + 1000, 'due now')
+  }
+  t.equal((await deliveryRow(done.id))!.status, 'succeeded')
+  t.equal(woken, 1, 'the dispatcher woken once')
+  await call(t, app, { method: 'PATCH', url: created.url, key, body: { enabled: true } })
+  t.equal(woken, 1, 'enabling an enabled endpoint makes nothing due')
 })
 
 t.test('If-Match: the current ETag writes, a stale one is 412 and writes nothing', async (t) => {

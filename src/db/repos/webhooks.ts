@@ -6,6 +6,7 @@ import { newId } from '../../domain/ids.js'
 import type { EventRow } from '../../webhooks/event-record.js'
 import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
+import { parkDeliveries, unparkDeliveries } from './dispatch.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
 import { EVENT_RETENTION } from './outbox.js'
@@ -201,17 +202,21 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
      * Enabling a disabled endpoint clears why the service disabled it and its record of failing
      * attempts (an enabled one keeps that record, so that sending `enabled: true` again and again
      * cannot hold off the five-day rule); disabling leaves disabled_reason as it is (null: the
-     * team disabled it). Without a field,
-     * the endpoint as it is. When no row comes back, a read tells a missing endpoint from a
-     * changed one (412).
+     * team disabled it). In the caller's transaction: `enabled: false` parks the endpoint's
+     * pending deliveries and `enabled: true` makes those parked due now, waking the dispatcher
+     * once it commits (dispatch.ts, parkDeliveries). Without a field, the endpoint as it is. When
+     * no row comes back, a read tells a missing endpoint from a changed one (412).
      */
     async update(projectId: string, id: string, patch: EndpointPatch, precondition?: Precondition): Promise<EndpointUpdate> {
+      const transaction = inTransactionOnly('update')
       if (Object.keys(patch).length > 0) {
         const [row] = await db
           .update(e)
           .set({ ...patch, ...(patch.enabled === true ? enabling : {}), updated_at: nextUpdatedAt })
           .where(and(ofProject(projectId, id), tagMatches(tag, precondition)))
           .returning(tagged)
+        if (row && patch.enabled === false) await parkDeliveries(db, [id])
+        if (row && patch.enabled === true && (await unparkDeliveries(db, id)) > 0) transaction.due()
         if (row) return { outcome: 'updated', row }
       }
       const current = await get(projectId, id)
