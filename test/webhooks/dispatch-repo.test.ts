@@ -21,7 +21,8 @@ const LEASE = 60_000
 /** An attempt's deadline: a claim older than this is no attempt in flight. */
 const ATTEMPT = 10_000
 
-const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select (extract(epoch from now()) * 1000)::float8 as ms`))[0]!.ms
+/** The database's time in whole milliseconds, as a Date read from it has (JavaScript drops the rest). */
+const dbNow = async () => rowsOf<{ ms: number }>(await db.execute(sql`select floor(extract(epoch from now()) * 1000)::float8 as ms`))[0]!.ms
 /** Claims, keeping these endpoints' deliveries and giving back the rest (earlier tests' deliveries that are still due). */
 async function claimFor(endpoints: EndpointRow[], limits: Partial<ClaimOptions> = {}): Promise<ClaimedDelivery[]> {
   const ids = new Set(endpoints.map((e) => e.id))
