@@ -318,13 +318,17 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ method: 'POST', path: testPath, token: key, expect: 409 })
   await api.send({ method: 'POST', path: `${deliveryPath}/retry`, token: key, expect: 409 })
   await api.send({ method: 'PATCH', path: hookPath, token: key, json: { enabled: true }, expect: 200 })
-  const spareHook = (await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: key, json: { url: 'https://hooks.example.com/spare' }, expect: 201 })).json.data as { id: string }
+  const spareBody = { url: 'https://hooks.example.com/spare' }
+  const spareKey = { 'idempotency-key': 'prism-hook-spare' }
+  const spareHook = (await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: key, json: spareBody, headers: spareKey, expect: 201 })).json.data as { id: string }
   const hookPage = await api.send({ path: '/v1/webhook-endpoints?limit=1', token: key, expect: 200 })
   await api.send({ path: `/v1/webhook-endpoints?limit=1&cursor=${encodeURIComponent(hookPage.json.pagination.next_cursor)}`, token: key, expect: 200 })
   const spareHookPath = `/v1/webhook-endpoints/${spareHook.id}`
   await api.send({ method: 'DELETE', path: spareHookPath, token: key, headers: { 'if-match': '"stale"' }, expect: 412 })
   await api.send({ method: 'DELETE', path: spareHookPath, token: key, expect: 204 })
   await api.send({ method: 'DELETE', path: spareHookPath, token: key, expect: 404 })
+  // Its creation replayed: no secret is stored with the answer, and the endpoint's is gone with it.
+  await api.send({ method: 'POST', path: '/v1/webhook-endpoints', token: key, json: spareBody, headers: spareKey, expect: 404 })
   // The deleted endpoint's operations, and a delivery it never had (those without a body are not derived).
   await api.send({ method: 'POST', path: `${spareHookPath}/rotate-secret`, token: key, expect: 404 })
   await api.send({ method: 'POST', path: `${spareHookPath}/test`, token: key, expect: 404 })
