@@ -135,7 +135,7 @@ const USER_AGENT = 'feedback-service-webhooks/1'
 /** A connection that would reach a forbidden address. */
 class BlockedAddress extends Error {
   constructor(readonly address: string) {
-    super(`the address ${address} is private`)
+    super(`the address ${address} is not on the public internet`)
   }
 }
 /** The deadline passed; `resolving` while the host name's lookup was still unanswered. */

@@ -203,10 +203,10 @@ t.test('the SSRF guard on: loopback is never reached, by a literal address, a na
   }
   await startDispatcher(t, { allowPrivateNetworks: false, resolve })
   const cases = [
-    { url: `http://127.0.0.1:${receiver.port}/hook`, error: /^the address 127\.0\.0\.1 is private$/, what: 'a literal 127.0.0.1' },
-    { url: `http://localhost:${receiver.port}/hook`, error: /^the address (127\.0\.0\.1|::1) is private$/, what: 'the name localhost' },
-    { url: `http://hooks.example.com:${receiver.port}/hook`, error: /^the address 127\.0\.0\.1 is private$/, what: 'a public-looking name resolved to 127.0.0.1' },
-    { url: `http://mixed.example.com:${receiver.port}/hook`, error: /^the address 127\.0\.0\.1 is private$/, what: 'a name with a public and a loopback address' },
+    { url: `http://127.0.0.1:${receiver.port}/hook`, error: /^the address 127\.0\.0\.1 is not on the public internet$/, what: 'a literal 127.0.0.1' },
+    { url: `http://localhost:${receiver.port}/hook`, error: /^the address (127\.0\.0\.1|::1) is not on the public internet$/, what: 'the name localhost' },
+    { url: `http://hooks.example.com:${receiver.port}/hook`, error: /^the address 127\.0\.0\.1 is not on the public internet$/, what: 'a public-looking name resolved to 127.0.0.1' },
+    { url: `http://mixed.example.com:${receiver.port}/hook`, error: /^the address 127\.0\.0\.1 is not on the public internet$/, what: 'a name with a public and a loopback address' },
   ]
   const deliveries = []
   // Written directly, as the API's check at creation would refuse the literal one.

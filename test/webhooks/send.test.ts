@@ -286,14 +286,14 @@ t.test('aborted (a shutdown that cannot wait) ends the attempt at once', async (
 
 t.test('the SSRF guard on', async (t) => {
   const receiver = await startReceiver()
-  const blocked = (address: string) => ({ kind: 'blocked', status: null, error: `the address ${address} is private` })
+  const blocked = (address: string) => ({ kind: 'blocked', status: null, error: `the address ${address} is not on the public internet` })
   const guarded = (resolve?: Resolver) => sender(t, { allowPrivateNetworks: false, ...(resolve ? { resolve } : {}) }).sender
 
   t.same(await guarded().send(attemptTo(receiver.url)), blocked('127.0.0.1'), 'a literal loopback address')
   t.same(await guarded().send(attemptTo(`http://[::ffff:127.0.0.1]:${receiver.port}/`)), blocked('::ffff:7f00:1'), 'written as IPv4-mapped IPv6')
   t.same(await guarded().send(attemptTo(`http://0x7f.1:${receiver.port}/`)), blocked('127.0.0.1'), 'written in hexadecimal (the URL parser normalises it)')
   const localhost = await guarded(systemResolver).send(attemptTo(`http://localhost:${receiver.port}/hook`))
-  t.match(localhost, { kind: 'blocked', status: null, error: /^the address (127\.0\.0\.1|::1) is private$/ }, 'the name localhost')
+  t.match(localhost, { kind: 'blocked', status: null, error: /^the address (127\.0\.0\.1|::1) is not on the public internet$/ }, 'the name localhost')
   t.same(await guarded(async () => [{ address: '127.0.0.1', family: 4 }]).send(attemptTo(`http://hooks.example.com:${receiver.port}/hook`)), blocked('127.0.0.1'), 'a public-looking name that resolves to loopback')
   t.same(await guarded(async () => [{ address: '10.0.0.5', family: 4 }]).send(attemptTo('https://hooks.example.com/hook')), blocked('10.0.0.5'), 'or to a private address')
   t.same(
@@ -330,6 +330,6 @@ t.test('the connection’s own check: a connection that reaches a forbidden addr
     request.on('error', resolve)
     request.end('{}')
   })
-  t.equal(error.message, 'the address 127.0.0.1 is private')
+  t.equal(error.message, 'the address 127.0.0.1 is not on the public internet')
   t.equal(receiver.requests.length, 0, 'the receiver saw no request')
 })
