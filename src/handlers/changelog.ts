@@ -8,28 +8,7 @@ import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
 import { pageOf, pageRequest } from './pagination.js'
-import { iso, isoOrNull, type Schemas } from './records.js'
-
-/**
- * The version an entry reads when none was given (contract §6). It is not stored: the public
- * page shows a version only where the team gave one.
- */
-export const DEFAULT_VERSION = '1.0.0'
-
-export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
-  return {
-    id: view.id,
-    title: view.title,
-    body: view.body,
-    labels: view.labels,
-    published_at: isoOrNull(view.published_at),
-    locale: view.locale,
-    version: view.version ?? DEFAULT_VERSION,
-    created_at: iso(view.created_at),
-    updated_at: iso(view.updated_at),
-    status: view.status,
-  }
-}
+import { changelogRecord } from './records.js'
 
 /** Fired, in the transaction of the write, when a write makes an entry visible (openapi.yaml, webhooks). */
 const PUBLISHED = 'changelog_entry.published'

@@ -1,5 +1,6 @@
 // Row → API record mappers. They only format timestamps and spell out nulls.
 import type { components } from '../../generated/api.js'
+import type { EntryView } from '../db/repos/changelog.js'
 import type { ApiKeyRow, ProjectRow } from '../db/repos/projects.js'
 
 export type Schemas = components['schemas']
@@ -20,5 +21,26 @@ export function apiKeyRecord(row: ApiKeyRow): Schemas['ApiKey'] {
     expires_at: isoOrNull(row.expires_at),
     last_used_at: isoOrNull(row.last_used_at),
     revoked_at: isoOrNull(row.revoked_at),
+  }
+}
+
+/**
+ * The version an entry reads when none was given (contract §6). It is not stored: the public
+ * page shows a version only where the team gave one.
+ */
+export const DEFAULT_VERSION = '1.0.0'
+
+export function changelogRecord(view: EntryView): Schemas['ChangelogEntry'] {
+  return {
+    id: view.id,
+    title: view.title,
+    body: view.body,
+    labels: view.labels,
+    published_at: isoOrNull(view.published_at),
+    locale: view.locale,
+    version: view.version ?? DEFAULT_VERSION,
+    created_at: iso(view.created_at),
+    updated_at: iso(view.updated_at),
+    status: view.status,
   }
 }

@@ -6,7 +6,7 @@
 // publication fires once however many instances sweep at once. The writes that publish an entry
 // at once announce it themselves, in their own transaction (handlers/changelog.ts); one that
 // unpublishes or reschedules it clears announced_at, so it fires at its new time, or never.
-import { changelogRecord } from '../handlers/changelog.js'
+import { changelogRecord } from '../handlers/records.js'
 import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
 
 /** Between sweeps: an entry is announced within this (and a sweep's own time) of its published_at; the contract allows 60 s. */

@@ -5,9 +5,9 @@
 import { randomUUID } from 'node:crypto'
 import { sql, type SQL } from 'drizzle-orm'
 import { eventJson } from '../../webhooks/event-record.js'
-import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
+import { eventInScope } from './scope.js'
 
 /** What an attempt needs, claimed for this instance until `claimedAt + lease`. */
 export interface ClaimedDelivery {
@@ -101,14 +101,8 @@ const FAILING_DISABLES_AFTER = sql.raw(`interval '5 days'`)
 
 const ms = (value: unknown) => new Date(Number(value))
 
-/**
- * Whether the delivery `d` may be sent as far as its project is concerned: an event of the beta
- * area only while the project has the beta feature (the event log hides them meanwhile too).
- * The types are constants of event-types.ts, written into the statement.
- */
-const projectSends = sql.raw(
-  `(d.event_type not in (${BETA_EVENT_TYPES.map((type) => `'${type}'`).join(', ')}) or exists (select 1 from projects p where p.id = d.project_id and p.beta_enabled))`,
-)
+/** Whether the delivery `d` may be sent as far as its project is concerned (scope.ts, eventInScope). */
+const projectSends = eventInScope(sql.raw('d.event_type'), sql.raw('d.project_id'))
 
 /** The claim's statement (dispatchRepo.claim), also for EXPLAIN. */
 export function claimQuery(options: ClaimOptions, token: string): SQL {
@@ -234,12 +228,13 @@ export function dispatchRepo(db: Database) {
   return {
     /**
      * Claims due deliveries: pending, due now, unclaimed (or their claim's lease has run out), to
-     * an enabled endpoint, of an event the project may be sent (projectSends). Attempts in flight (claims younger than `attemptMs`, on every
-     * instance) are limited per endpoint (`perEndpoint`, `perFailingEndpoint` while it is
-     * failing) and per project (`perProject`), so that a few endpoints that hang, or a tenant
-     * with many, hold a few of the slots and never all of them. Rows that another instance is
-     * claiming or recording at this moment are skipped, never waited for (FOR NO KEY UPDATE SKIP
-     * LOCKED: the lock the claim's UPDATE takes anyway).
+     * an enabled endpoint, of an event the project may be sent (projectSends). Attempts in
+     * flight (claims younger than `attemptMs`, on every instance) are limited per endpoint
+     * (`perEndpoint`, `perFailingEndpoint` while it is failing) and per project (`perProject`),
+     * so that a few endpoints that hang, or a tenant with many, hold a few of the slots and never
+     * all of them. Rows that another instance is claiming or recording at this moment are
+     * skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED: the lock the claim's UPDATE
+     * takes anyway).
      *
      * The candidates come first, unlocked (a window function cannot be locked), endpoint by
      * endpoint: the endpoints with pending deliveries, from the endpoint due index, and of each

@@ -5,7 +5,8 @@
 // beta feature).
 // Rows found prove the key; finding none proves nothing, and the caller looks the key up to tell
 // a 401 or 403 from an empty answer (see http/guard.ts).
-import { and, eq, gt, isNull, or, sql, type SQL } from 'drizzle-orm'
+import { and, eq, gt, isNull, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import { api_keys, projects } from '../schema.js'
 import type { Input } from './page.js'
 
@@ -51,3 +52,14 @@ export const projectIdPlaceholder = (shape: ScopeShape): ProjectIdInput =>
   shape === 'project' ? sql.placeholder('projectId') : liveKeyProject(sql.placeholder('keyHash'), shape === 'beta_key')
 
 export const scopeParameters = (scope: ProjectScope) => (typeof scope === 'string' ? { projectId: scope } : { keyHash: scope.keyHash })
+
+/**
+ * Whether an event (its `type`, of project `projectId`) is its project's to show or to send: one
+ * of the beta area's only while the project has the beta feature, like the beta area itself
+ * (api-contract §3). The event log (webhooks.ts) and the dispatcher's claim (dispatch.ts) both ask.
+ */
+export const eventInScope = (type: SQLWrapper, projectId: SQLWrapper): SQL =>
+  sql`(${type} not in (${sql.join(
+    BETA_EVENT_TYPES.map((beta) => sql`${beta}`),
+    sql`, `,
+  )}) or exists (select 1 from projects p where p.id = ${projectId} and p.beta_enabled))`

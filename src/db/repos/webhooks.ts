@@ -1,17 +1,16 @@
 // The API's side of webhooks: a project's endpoints, their deliveries as the API shows and retries
 // them, and the event log's reads. Events and their deliveries are written by the outbox
 // (outbox.ts); the dispatcher claims and attempts deliveries with its own queries.
-import { and, count, eq, exists, inArray, isNotNull, lte, notInArray, or, sql } from 'drizzle-orm'
+import { and, count, eq, exists, inArray, isNotNull, lte, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import type { EventRow } from '../../webhooks/event-record.js'
-import { BETA_EVENT_TYPES } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
 import { parkDeliveries, unparkDeliveries } from './dispatch.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
 import { EVENT_RETENTION } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
-import { projectIdOf, type ProjectScope } from './scope.js'
+import { eventInScope, projectIdOf, type ProjectScope } from './scope.js'
 import { events, projects, webhook_deliveries, webhook_endpoints } from '../schema.js'
 
 /** At most this many endpoints per project (api-contract §10). */
@@ -103,10 +102,8 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id))
   // Older events are invisible to the API, pruned or not.
   const inEventWindow = sql`${events.created_at} > now() - ${EVENT_RETENTION}`
-  // An event of the beta area is shown while the project has the beta feature (read once per
-  // statement: the subquery does not depend on the row).
-  const shownEvent = (scope: ProjectScope) =>
-    or(notInArray(events.type, [...BETA_EVENT_TYPES]), sql`(select ${projects.beta_enabled} from ${projects} where ${projects.id} = ${projectIdOf(scope)})`)
+  // An event of the beta area is shown while the project has the beta feature.
+  const shownEvent = (scope: ProjectScope) => eventInScope(events.type, sql`${projectIdOf(scope)}`)
 
   // The page queries, each in the order of an index (test/webhooks/list-plans.test.ts holds it).
   const endpointsQuery = (scope: ProjectScope, options: PageOptions) => {
