@@ -4,17 +4,16 @@
 // The published documents leave response objects open and their enums extensible, so that
 // they may grow (contract §12); the check reads them closed (scripts/openapi-documents.ts): a
 // field or a value the spec does not name yet fails here.
-import { readFileSync } from 'node:fs'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
-import { parse } from 'yaml'
 import { isDateTime } from '../../src/http/validation.js'
 import { closedReading } from '../../scripts/openapi-documents.js'
+import { readYaml } from './yaml-cache.js'
 
 type AnyObject = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** openapi.yaml as written: every operation, for every audience. */
-export const source = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as AnyObject
+export const source = readYaml(new URL('../../openapi.yaml', import.meta.url)) as AnyObject
 /** Its closed reading, which responses are held to. */
 export const spec = closedReading(source)
 
