@@ -24,7 +24,11 @@ const V6: readonly [string, number][] = [
   ['::', 96], // unspecified (::), loopback (::1), and the deprecated IPv4-compatible ::a.b.c.d
   ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215): the network's own translator, at a prefix length only it knows
   ['100::', 64], // discard-only
+  // Teredo (RFC 4380): not globally reachable (IANA); its address carries a relay's IPv4 and the
+  // client's, obfuscated, and a host with a Teredo interface tunnels to it.
+  ['2001::', 32],
   ['2001:2::', 48], // benchmarking
+  ['2001:10::', 28], // ORCHID (RFC 4843, deprecated): identifiers, not locators
   ['2001:db8::', 32], // documentation
   ['3fff::', 20], // documentation (RFC 9637)
   ['5f00::', 16], // segment routing (SRv6) identifiers
