@@ -123,7 +123,9 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     })
     const client = postgres(options.databaseUrl, {
       max: options.poolSize ?? 10,
-      connect_timeout: connectTimeout,
+      // The gate ends a startup that takes longer than connectTimeout, on its clock; the driver's
+      // own timer is only a backstop should the gate not.
+      connect_timeout: connectTimeout * 2,
       onnotice: () => {},
       prepare: options.prepare ?? true,
       connection: { statement_timeout: statementTimeoutMs },

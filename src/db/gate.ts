@@ -10,6 +10,8 @@
 //   received nothing for `statementDeadlineMs` (more than statement_timeout, which PostgreSQL
 //   enforces itself: only a network that stopped carrying bytes gets there) is destroyed, so its
 //   statements fail at once (503) and the pool never reuses it;
+// - gives every new connection until its first ReadyForQuery `connectTimeoutMs` (on the gate's
+//   clock, so a test can run it by hand; the driver's own connect_timeout is a backstop behind it);
 // - enables TCP keep-alive on every connection;
 // - trips on every connection error (refused, reset, timed out, closed by the server, a missed
 //   deadline): for COOL_DOWN_MS new connections are refused at once (SQLSTATE 08001, answered
@@ -17,8 +19,7 @@
 //   connection attempt probes; PostgreSQL answering after the cool-down ends the outage;
 // - reports the outage as two transitions (unreachable since T, for a reason; reachable again),
 //   for the log and the metrics, instead of a line per refused request.
-// postgres.js bounds connection attempts itself (connect_timeout). This is only this process's
-// view of the database; instances share nothing.
+// This is only this process's view of the database; instances share nothing.
 import { connect as netConnect, isIP, Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 
@@ -62,7 +63,7 @@ export interface TlsMode {
 export interface GateOptions {
   /** Milliseconds a connection that owes an answer may receive nothing before it is destroyed. */
   statementDeadlineMs: number
-  /** Bounds the TLS negotiation (the driver's connect timeout starts once it is done). */
+  /** Bounds the TLS negotiation, and then the startup until PostgreSQL's first ReadyForQuery. */
   connectTimeoutMs: number
   tls?: TlsMode
   /** Idle time before TCP keep-alive probes start. */
@@ -164,6 +165,7 @@ class Watched {
   sentSinceReceived = false
   /** Since when the connection has owed an answer and received nothing; undefined when it owes none. */
   waitingSince: number | undefined
+  /** The startup's deadline until the connection has started, then the statement deadline's. */
   timer: unknown
   /** TLS: the bytes are opaque past the SSLRequest. */
   opaque = false
@@ -330,6 +332,13 @@ export class ConnectGate {
   private watch(c: Watched) {
     this.connections.add(c)
     const { socket } = c
+    c.timer = this.clock.setTimeout(() => {
+      c.timer = undefined
+      if (c.started || socket.destroyed) return
+      // Its statements fail with this error (503); the close that follows trips the gate.
+      c.lastError = 'CONNECT_TIMEOUT'
+      socket.destroy(Object.assign(new Error(`PostgreSQL did not accept a new connection within ${this.options.connectTimeoutMs} ms`), { code: 'CONNECT_TIMEOUT' }))
+    }, this.options.connectTimeoutMs)
     const sent = new Framer(
       true,
       (type) => type === 0,
@@ -350,7 +359,7 @@ export class ConnectGate {
         if (type === 0x5a) {
           c.owed = Math.max(c.owed - 1, 0)
           c.transaction = body?.[0] ?? 0x49
-          c.started = true
+          this.startupDone(c)
           this.answered(c)
         } else if (type === 0x45 && body) {
           const code = errorCode(body)
@@ -383,7 +392,7 @@ export class ConnectGate {
       if (!c.opaque) received.push(chunk)
       if (c.opaque) {
         // TLS: any bytes from the server (its handshake first) show that it answers.
-        c.started = true
+        this.startupDone(c)
         this.answered(c)
       }
       if (c.owesAnswer && c.started) this.startWaiting(c)
@@ -413,7 +422,7 @@ export class ConnectGate {
       this.trip(
         c.startupError
           ? `PostgreSQL refused the connection (${c.startupError})`
-          : c.lastError
+          : c.lastError && c.lastError !== 'CONNECT_TIMEOUT'
             ? `cannot connect (${c.lastError})`
             : 'no answer to a new connection within DB_CONNECT_TIMEOUT',
       )
@@ -421,6 +430,14 @@ export class ConnectGate {
     }
     if (c.lastError && ROUTINE_FATAL.has(c.lastError)) return
     this.trip(`connection lost (${c.lastError ?? 'closed by the other end'})`)
+  }
+
+  /** The connection's startup is over: its deadline gives way to the statement deadline. */
+  private startupDone(c: Watched) {
+    if (c.started) return
+    c.started = true
+    if (c.timer !== undefined) this.clock.clearTimeout(c.timer)
+    c.timer = undefined
   }
 
   /** Restarts the deadline: the connection owes an answer from now (or made progress now). */

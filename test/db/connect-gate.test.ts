@@ -134,6 +134,31 @@ t.test('a connection that owes an answer and hears nothing for the deadline is d
   t.match(events, [{ state: 'unreachable', reason: /no answer within 6000 ms/ }])
 })
 
+t.test('a new connection PostgreSQL does not answer within the connect timeout is destroyed, on the gate\'s clock', async (t) => {
+  const { clock, gate, sockets, events } = setup()
+  const silent = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  const failed = new Promise<NodeJS.ErrnoException>((resolve) => silent.once('error', resolve))
+  silent.write(startup())
+  clock.advance(4999)
+  t.notOk(silent.destroyed, 'the startup may take up to the connect timeout')
+  clock.advance(1)
+  t.ok(silent.destroyed, 'no ReadyForQuery within it: destroyed')
+  t.equal((await failed).code, 'CONNECT_TIMEOUT', 'its statements fail with the driver\'s own code for it (503)')
+  await tick()
+  t.match(events, [{ state: 'unreachable', reason: 'no answer to a new connection within DB_CONNECT_TIMEOUT' }])
+  t.notOk(gate.reachable)
+
+  clock.advance(COOL_DOWN_MS)
+  const started = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  t.equal(sockets.length, 2, 'after the cool-down, one attempt probes')
+  started.write(startup())
+  clock.advance(4000)
+  started.answer(ready())
+  t.ok(gate.reachable, 'it started in time')
+  clock.advance(10 * DEADLINE)
+  t.notOk(started.destroyed, 'a started connection has no startup deadline left, idle for ever')
+})
+
 t.test('a statement pipelined behind an answered one is still watched', async (t) => {
   const { clock, open } = setup()
   const socket = open()
