@@ -11,7 +11,7 @@
 //   enforces itself: only a network that stopped carrying bytes gets there) is destroyed, so its
 //   statements fail at once (503) and the pool never reuses it;
 // - gives every new connection until its first ReadyForQuery `connectTimeoutMs` (on the gate's
-//   clock, so a test can run it by hand; the driver's own connect_timeout is a backstop behind it);
+//   clock, so a test can run it by hand; the driver's own connect_timeout is off);
 // - enables TCP keep-alive on every connection;
 // - trips on every connection error (refused, reset, timed out, closed by the server, a missed
 //   deadline): for COOL_DOWN_MS new connections are refused at once (SQLSTATE 08001, answered

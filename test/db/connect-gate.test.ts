@@ -9,33 +9,8 @@ import { join } from 'node:path'
 import { Duplex } from 'node:stream'
 import { TLSSocket } from 'node:tls'
 import t, { type Test } from 'tap'
-import { ConnectGate, COOL_DOWN_MS, type Availability, type Clock } from '../../src/db/gate.js'
-
-class ManualClock implements Clock {
-  private time = 0
-  private timers: { at: number; callback: () => void; id: number }[] = []
-  private ids = 0
-  now = () => this.time
-  setTimeout = (callback: () => void, ms: number) => {
-    const id = ++this.ids
-    this.timers.push({ at: this.time + ms, callback, id })
-    return id
-  }
-  clearTimeout = (id: unknown) => {
-    this.timers = this.timers.filter((timer) => timer.id !== id)
-  }
-  advance(ms: number) {
-    const until = this.time + ms
-    for (;;) {
-      const due = this.timers.filter((timer) => timer.at <= until).sort((a, b) => a.at - b.at)[0]
-      if (!due) break
-      this.timers = this.timers.filter((timer) => timer !== due)
-      this.time = due.at
-      due.callback()
-    }
-    this.time = until
-  }
-}
+import { ConnectGate, COOL_DOWN_MS, type Availability } from '../../src/db/gate.js'
+import { ManualClock } from '../helpers/clock.js'
 
 /** A socket as the driver sees it: what is written is kept; `answer` delivers server bytes. */
 class FakeSocket extends Duplex {
