@@ -8,6 +8,10 @@ export class ManualClock implements Clock {
   private timers: { at: number; callback: () => void; id: number }[] = []
   private ids = 0
   now = () => this.time
+  /** Timers set so far, fired or not. */
+  get timersSet(): number {
+    return this.ids
+  }
   setTimeout = (callback: () => void, ms: number) => {
     const id = ++this.ids
     this.timers.push({ at: this.time + ms, callback, id })
