@@ -1,6 +1,7 @@
 // A clock that moves only when a test says so (the connect gate's Clock): its timers fire in
 // the order they are due as `advance` passes them, so a deadline is reached when the test
 // decides, never early or late because of how fast the machine is.
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Clock } from '../../src/db/gate.js'
 
 export class ManualClock implements Clock {
@@ -35,4 +36,16 @@ export class ManualClock implements Clock {
     }
     this.time = until
   }
+}
+
+/** Requests under way, each noting whether it has been answered yet (none may be before a deadline). */
+export function underWay<T>(requests: Promise<T>[]) {
+  const answered = new Set<number>()
+  const all = Promise.all(requests.map((request, i) => request.finally(() => answered.add(i))))
+  return { all, answered }
+}
+
+/** Turns of the event loop until `done()` holds: what a test waits for, bounded by its timeout. */
+export async function settle(done: () => boolean): Promise<void> {
+  while (!done()) await sleep(10)
 }

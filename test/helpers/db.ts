@@ -3,7 +3,7 @@
 // makes its own project.
 import { and, eq, gt, sql, type SQLWrapper } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
 import { changelog_entries } from '../../src/db/schema.js'
 import { migrationsFolder } from '../../src/paths.js'
+import { removeStaleCopies } from './temp-copies.js'
 
 let shared: Promise<DbHandle> | undefined
 
@@ -77,11 +78,7 @@ async function migratedPglite(): Promise<DbHandle> {
   const partial = `${file}.${process.pid}.partial`
   writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
   renameSync(partial, file)
-  for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith(prefix))) {
-    const old = join(tmpdir(), name)
-    const modified = statSync(old, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()
-    if (old !== file && modified < Date.now() - 86_400_000) rmSync(old, { force: true })
-  }
+  removeStaleCopies(prefix, file)
   return handle
 }
 

@@ -5,11 +5,12 @@
 // or another parser is parsed again, never read stale; a copy is written whole or not at all,
 // and copies of other texts are removed once a day old.
 import { createHash } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse } from 'yaml'
+import { removeStaleCopies } from './temp-copies.js'
 
 const parserVersion = (createRequire(import.meta.url)('yaml/package.json') as { version: string }).version
 
@@ -28,10 +29,6 @@ export function readYaml(file: URL): unknown {
   const partial = `${cached}.${process.pid}.partial`
   writeFileSync(partial, JSON.stringify(parsed))
   renameSync(partial, cached)
-  for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith(prefix))) {
-    const old = join(tmpdir(), name)
-    const modified = statSync(old, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()
-    if (old !== cached && modified < Date.now() - 86_400_000) rmSync(old, { force: true })
-  }
+  removeStaleCopies(prefix, cached)
   return parsed
 }

@@ -10,7 +10,6 @@
 // it, so what is asserted is which deadline answers a request, and that none answers before it,
 // never how many milliseconds a loaded machine took. A fault lasts until the test ends it.
 import { Writable } from 'node:stream'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import type { Sql } from 'postgres'
@@ -22,7 +21,7 @@ import { sqlState } from '../../src/db/results.js'
 import { isUnavailable } from '../../src/http/errors.js'
 import { COOL_DOWN_MS } from '../../src/db/gate.js'
 import type { CallOptions } from '../helpers/app.js'
-import { ManualClock } from '../helpers/clock.js'
+import { ManualClock, settle, underWay } from '../helpers/clock.js'
 import { specProblems } from '../helpers/spec-check.js'
 import { faultProxy } from './fixtures/fault-proxy.js'
 import { DATABASE_URL, proProject, uniqueName } from './fixtures/pg.js'
@@ -144,17 +143,6 @@ function checkAllRefused(t: Test, answers: Answer[]) {
   t.same([...new Set(answers.flatMap((a) => a.offSpec))], [], 'every answer matches openapi.yaml')
 }
 
-/** Requests under way, each noting whether it has been answered yet. */
-function underWay(requests: Promise<Answer>[]) {
-  const answered = new Set<number>()
-  const all = Promise.all(requests.map((request, i) => request.finally(() => answered.add(i))))
-  return { all, answered }
-}
-
-/** Turns of the event loop until `done()` holds: what the test waits for, bounded by its timeout. */
-async function settle(done: () => boolean) {
-  while (!done()) await sleep(10)
-}
 
 /** One line when the database became unreachable, one when it was back; no stack, no line per refusal. */
 function checkLog(t: Test, lines: LogLine[], refusedAtLeast: number, reason: RegExp) {

@@ -16,7 +16,7 @@ import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
 import { COOL_DOWN_MS } from '../../src/db/gate.js'
 import { call, type CallOptions } from '../helpers/app.js'
-import { ManualClock } from '../helpers/clock.js'
+import { ManualClock, settle, underWay } from '../helpers/clock.js'
 import { specProblems } from '../helpers/spec-check.js'
 import { DATABASE_URL, httpRequest, pgApp, proProject, startServer, uniqueName, type HttpOutcome } from './fixtures/pg.js'
 
@@ -345,16 +345,8 @@ async function silentDatabaseApp(t: Test, poolSize: number) {
 }
 
 /** Requests sent together, each noting whether it has been answered yet. */
-function sendAll(app: FastifyInstance, cases: [string, CallOptions][]) {
-  const answered = new Set<number>()
-  const all = Promise.all(cases.map(([label, options], i) => timedCall(app, label, options, NEVER_MS).finally(() => answered.add(i))))
-  return { all, answered }
-}
-
-/** Turns of the event loop until `done()` holds: what the test waits for, bounded by its timeout. */
-async function settle(done: () => boolean) {
-  while (!done()) await sleep(10)
-}
+const sendAll = (app: FastifyInstance, cases: [string, CallOptions][]) =>
+  underWay(cases.map(([label, options]) => timedCall(app, label, options, NEVER_MS)))
 
 t.test('a database that accepts TCP and never answers: 503 once the connect timeout passes, never before', async (t) => {
   const { app, hole, clock } = await silentDatabaseApp(t, 4)
