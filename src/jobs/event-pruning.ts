@@ -2,8 +2,9 @@
 // (a cascading key), are deleted by every instance, in small batches, each its own short
 // statement, so that no delete holds many rows' locks for long or blocks the writes that add
 // events; instances pruning at once skip each other's rows instead of waiting for them. Each run
-// also clears the previous secrets whose 24 hours after a rotation are over: no delivery is
-// signed with one any more, so none is kept.
+// also clears the previous secrets whose 24 hours after a rotation are over (no delivery is
+// signed with one any more, so none is kept), and removes the deliveries of deleted endpoints,
+// which nothing shows since their DELETE.
 import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
 
 /** How often an instance prunes: events outlive their EVENT_LOG_DAYS by at most this. */
@@ -23,6 +24,7 @@ export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
     log: options.log,
     run: async (stopping) => {
       await inBatches(() => options.repos.webhooks.clearExpiredSecrets(batch), batch, stopping)
+      await inBatches(() => options.repos.webhooks.purgeRemoved(batch), batch, stopping)
       return inBatches(() => options.repos.outbox.pruneExpired(batch), batch, stopping)
     },
   })

@@ -30,7 +30,8 @@ t.test('endpoint, delivery and event lists read their indexes in order, without 
     }
     for (const [what, index, query] of plans) {
       const plan = await explainPlan(query)
-      const scan = indexScans(plan).find((s) => /^(webhook_|events_)/.test(s.index))
+      // The list's own index (a delivery list also reads its endpoint, once, by another).
+      const scan = indexScans(plan).find((s) => index.test(s.index))
       t.match(scan?.index, index, `${what}: the list's index`)
       t.notOk(sortsBeyondAPage(plan), `${what}: no Sort`)
       t.notMatch(plan, /Seq Scan/, `${what}: no sequential scan`)

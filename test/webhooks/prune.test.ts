@@ -4,7 +4,7 @@
 import { eq, inArray, sql, type SQL } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { makeRepos, type Repos } from '../../src/db/repos/index.js'
-import { events, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
+import { events, webhook_deliveries, webhook_endpoint_removals, webhook_endpoints } from '../../src/db/schema.js'
 import { newId } from '../../src/domain/ids.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { eventPruning } from '../../src/jobs/event-pruning.js'
@@ -29,20 +29,21 @@ async function remaining(ids: string[]) {
   return { events: kept.map((row) => row.id).sort(), deliveries: deliveries.map((row) => row.event_id).sort() }
 }
 
+/** A batch step that notes each statement's size in `statements`, and holds it to its batch. */
+function noted(t: Test, step: (limit: number) => Promise<number>, statements: number[]) {
+  return async (limit: number) => {
+    const deleted = await step(limit)
+    t.ok(deleted <= limit, 'a statement deletes at most its batch')
+    statements.push(deleted)
+    return deleted
+  }
+}
+
 /** The repositories, with each pruning statement's size noted. */
 async function counted(t: Test): Promise<{ repos: Repos; statements: number[] }> {
   const real = makeRepos((await testDatabase()).db)
   const statements: number[] = []
-  const outbox = {
-    ...real.outbox,
-    async pruneExpired(limit: number) {
-      const deleted = await real.outbox.pruneExpired(limit)
-      t.ok(deleted <= limit, 'a statement deletes at most its batch')
-      statements.push(deleted)
-      return deleted
-    },
-  }
-  return { repos: { ...real, outbox }, statements }
+  return { repos: { ...real, outbox: { ...real.outbox, pruneExpired: noted(t, real.outbox.pruneExpired, statements) } }, statements }
 }
 
 t.test('events older than 30 days go with their deliveries, a bounded batch a statement; recent ones stay', async (t) => {
@@ -119,4 +120,34 @@ t.test("the expired secrets' claim reads webhook_endpoints_previous_secret_idx",
   const { db } = await testDatabase()
   const scans = indexScans(await explainPlan(makeRepos(db).webhooks.expiredSecretsClaim(500)))
   t.ok(scans.some((scan) => scan.index === 'webhook_endpoints_previous_secret_idx'), 'the partial index, not a scan of every endpoint')
+})
+
+t.test("deleted endpoints' deliveries go in bounded batches, then the notes of their removal; other endpoints' stay", async (t) => {
+  const { db } = await testDatabase()
+  const project = await createProject()
+  const [a, b, kept] = [await subscribe(project.id), await subscribe(project.id), await subscribe(project.id)]
+  const made: Record<string, string[]> = { [a]: [], [b]: [], [kept]: [] }
+  for (const [endpoint, n] of [[a, 5], [b, 2], [kept, 1]] as const) {
+    for (let i = 0; i < n; i++) made[endpoint]!.push(await eventAged(project.id, endpoint, '1 hour'))
+  }
+  const real = makeRepos(db)
+  for (const endpoint of [a, b]) t.equal(await real.webhooks.delete(project.id, endpoint), 'deleted')
+
+  const statements: number[] = []
+  const webhooks = { ...real.webhooks, purgeRemoved: noted(t, real.webhooks.purgeRemoved, statements) }
+  await eventPruning({ repos: { ...real, webhooks }, log: logSink().log, batch: 2 }).runOnce()
+  t.ok(statements.length >= 4, `7 deliveries in statements of 2 at most: ${statements.join(', ')}`)
+  const all = Object.values(made).flat()
+  t.same(await remaining(all), { events: [...all].sort(), deliveries: made[kept] }, "the kept endpoint's delivery, and every event, stay")
+  const removals = await db.select().from(webhook_endpoint_removals).where(inArray(webhook_endpoint_removals.endpoint_id, [a, b, kept]))
+  t.same(removals, [], 'the notes of removal go once their deliveries have')
+})
+
+t.test("the removed deliveries' claim reads the deliveries' endpoint index", async (t) => {
+  const { db } = await testDatabase()
+  const scans = indexScans(await explainPlan(makeRepos(db).webhooks.removedClaim(500)))
+  t.ok(
+    scans.some((scan) => /^webhook_deliveries_endpoint_/.test(scan.index) && scan.cond.includes('endpoint_id')),
+    'an endpoint at a time, not a scan of every delivery',
+  )
 })

@@ -1,7 +1,7 @@
 // The API's side of webhooks: a project's endpoints, their deliveries as the API shows and retries
 // them, and the event log's reads. Events and their deliveries are written by the outbox
 // (outbox.ts); the dispatcher claims and attempts deliveries with its own queries.
-import { and, count, eq, exists, inArray, isNotNull, lte, sql } from 'drizzle-orm'
+import { and, count, eq, exists, inArray, isNotNull, lte, notExists, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import type { EventRow } from '../../webhooks/event-record.js'
 import type { Database } from '../client.js'
@@ -11,13 +11,15 @@ import { descNullsLast } from './order.js'
 import { EVENT_RETENTION } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { eventInScope, projectIdOf, type ProjectScope } from './scope.js'
-import { events, projects, webhook_deliveries, webhook_endpoints } from '../schema.js'
+import { rowsOf } from '../results.js'
+import { events, projects, webhook_deliveries, webhook_endpoint_removals, webhook_endpoints } from '../schema.js'
 
 /** At most this many endpoints per project (api-contract §10). */
 export const MAX_ENDPOINTS = 10
 
 const e = webhook_endpoints
 const d = webhook_deliveries
+const r = webhook_endpoint_removals
 
 // Timestamps are written by the database clock, truncated (a timestamptz(3) column would round
 // now() up half the time), so a delivery made due "now" is due in the very next query.
@@ -98,8 +100,12 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     return row
   }
 
+  // A deleted endpoint's deliveries wait for purgeRemoved: none is shown meanwhile. The endpoint
+  // is a constant of the query, so PostgreSQL checks it once (an InitPlan), not once a row.
+  const endpointExists = (scope: ProjectScope, endpointId: string) =>
+    exists(db.select({ id: e.id }).from(e).where(ofProject(scope, endpointId)))
   const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
-    and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id))
+    and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id), endpointExists(scope, endpointId))
   // Older events are invisible to the API, pruned or not.
   const inEventWindow = sql`${events.created_at} > now() - ${EVENT_RETENTION}`
   // An event of the beta area is shown while the project has the beta feature.
@@ -126,6 +132,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
         and(
           eq(d.endpoint_id, endpointId),
           eq(d.project_id, projectIdOf(scope)),
+          endpointExists(scope, endpointId),
           options.status ? eq(d.status, options.status) : undefined,
           rowsAfter(d.created_at, d.id, page.after),
         ),
@@ -167,6 +174,19 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       .orderBy(e.previous_secret_expires_at)
       .limit(limit)
       .for('no key update', { skipLocked: true })
+
+  /**
+   * Deliveries of deleted endpoints, locked unless another transaction holds them: endpoint by
+   * endpoint through the deliveries' endpoint index (a test holds it to that), never a scan of
+   * every delivery, however stale the planner's count of removals.
+   */
+  const removedClaim = (limit: number) => sql`
+    select d.id from ${r} r
+    cross join lateral (
+      select id from ${d} where ${d.endpoint_id} = r.endpoint_id
+      limit ${limit} for update skip locked
+    ) d
+    limit ${limit}`
 
   return {
     get,
@@ -225,12 +245,22 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       return { outcome: 'precondition_failed' }
     },
 
-    /** Deletes the endpoint; its deliveries go with it (cascading key), its events stay. */
+    /**
+     * Deletes the endpoint and, in the same statement, notes its removal: its deliveries are
+     * unreadable from then on (every read of one goes through its endpoint) and event pruning
+     * removes them later, in batches (purgeRemoved), so that this is one row's work whatever
+     * the endpoint's history. Its events stay.
+     */
     async delete(projectId: string, id: string, precondition?: Precondition): Promise<EndpointDeletion> {
-      const rows = await db
-        .delete(e)
-        .where(and(ofProject(projectId, id), tagMatches(tag, precondition)))
-        .returning({ id: e.id })
+      const rows = rowsOf(
+        await db.execute(sql`
+          with removed as (
+            delete from ${e} where ${and(ofProject(projectId, id), tagMatches(tag, precondition))}
+            returning ${e.id}, ${e.project_id}
+          )
+          insert into ${r} (endpoint_id, project_id) select id, project_id from removed
+          returning endpoint_id`),
+      )
       if (rows.length > 0) return 'deleted'
       // Only a conditional delete can have found the endpoint and left it.
       return precondition !== undefined && precondition !== '*' && (await get(projectId, id)) ? 'precondition_failed' : 'not_found'
@@ -265,6 +295,22 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     },
     /** clearExpiredSecrets's claim, for EXPLAIN. */
     expiredSecretsClaim,
+
+    /**
+     * Deletes up to `limit` deliveries of deleted endpoints (webhook_endpoint_removals), then
+     * forgets the removals that have none left; returns how many deliveries it deleted. Rows
+     * another transaction holds (an attempt being recorded, another instance purging) are
+     * skipped, not waited for: the next run takes them.
+     */
+    async purgeRemoved(limit: number): Promise<number> {
+      const deleted = rowsOf(await db.execute(sql`delete from ${d} where ${d.id} in (${removedClaim(limit)}) returning ${d.id}`))
+      if (deleted.length < limit) {
+        await db.delete(r).where(notExists(db.select({ id: d.id }).from(d).where(eq(d.endpoint_id, r.endpoint_id))))
+      }
+      return deleted.length
+    },
+    /** purgeRemoved's claim, for EXPLAIN. */
+    removedClaim,
 
     /** The endpoint's signing secret as it is now (an Idempotency-Key replay answers it; nothing else reads it here). */
     async secret(projectId: string, id: string): Promise<string | undefined> {
