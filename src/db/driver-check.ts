@@ -20,6 +20,7 @@ export const PATCH_CHANGES = {
   'rows-reset': 'connection.js',
   'closed-socket': 'connection.js',
   queue: 'queue.js',
+  'begin-reserve': 'connection.js',
 } as const
 
 /** The installed postgres package's directory (the one `import 'postgres'` loads from here). */

@@ -194,6 +194,49 @@ t.test("queue (reported upstream by issue #13's note): the pool's bookkeeping pe
   t.ok(longest <= 2048, `no queue's array grows with the queries run (longest ${longest} after 5,000 queries)`)
 })
 
+t.test("begin-reserve (#823, #1210): a BEGIN that fills its connection's pipeline still reserves the connection for its transaction", async (t) => {
+  // Unpatched, sql.begin reserved its connection only when another statement could still have
+  // been pipelined behind the BEGIN: here the BEGIN is the second statement sent to a connection
+  // whose pipeline holds two, so it failed with UNSAFE_TRANSACTION and left that connection in an
+  // open transaction, still pooled. The pool's next writes on it answered as done and were rolled
+  // back when the connection closed.
+  const url = await postgresTestUrl()
+  const application = `begin-reserve-${process.pid}`
+  const options = { max: 2, fetch_types: false, onnotice: () => {}, connection: { application_name: application } }
+  const sql = postgres(url, { ...options, ...({ max_pipeline: 2 } as object) })
+  const watcher = postgres(url, { max: 1, onnotice: () => {} })
+  const table = `begin_reserve_${process.pid}`
+  await watcher`create table ${watcher(table)} (n int)`
+  t.teardown(async () => {
+    await sql.end({ timeout: 5 })
+    await watcher`drop table if exists ${watcher(table)}`
+    await watcher.end({ timeout: 5 })
+  })
+  await Promise.all([sql`select pg_sleep(0.01)`, sql`select pg_sleep(0.01)`]) // both connections open
+
+  // Sent at once, before any answer can be read: one statement running and one in the pipeline on
+  // each connection, and the BEGIN after them.
+  const busy = Array.from({ length: 4 }, () => sql`select pg_sleep(0.05)`.execute())
+  const transaction = sql
+    .begin(async (tx) => {
+      await tx`insert into ${tx(table)} values (0)`
+      return 'committed'
+    })
+    .then(
+      (outcome) => outcome,
+      (error: { code?: string }) => `error ${error.code}`,
+    )
+  await Promise.all(busy)
+  t.equal(await transaction, 'committed', 'the transaction runs and commits')
+  // The pool's own statements, on both connections, each committed when it answers.
+  await Promise.all([1, 2, 3, 4].map((n) => sql`insert into ${sql(table)} values (${n})`))
+  const [open] = await watcher`
+    select count(*)::int as n from pg_stat_activity where application_name = ${application} and state like 'idle in transaction%'`
+  t.equal(open!.n, 0, 'no pooled connection is left in a transaction')
+  const rows = await watcher`select n from ${watcher(table)} order by n`
+  t.same(rows.map((row) => row.n), [0, 1, 2, 3, 4], 'every write is committed, as answered')
+})
+
 t.test('on PostgreSQL itself: a backend terminated mid-result, then the next query on the reconnected connection gets its own answer', async (t) => {
   const url = await postgresTestUrl()
   const sql = postgres(url, { max: 1, fetch_types: false, onnotice: () => {} })
