@@ -311,21 +311,6 @@ export const events = pgTable(
 )
 
 /**
- * Endpoints deleted whose deliveries are still to be removed. The DELETE writes one in the
- * statement that removes the endpoint; from then on nothing reads those deliveries (every read
- * goes through the endpoint, which is gone), and event pruning removes them in batches, then
- * this row (src/jobs/event-pruning.ts). The DELETE stays one row's work, however many
- * deliveries the endpoint made in its 30 days.
- */
-export const webhook_endpoint_removals = pgTable('webhook_endpoint_removals', {
-  endpoint_id: text('endpoint_id').primaryKey(),
-  project_id: text('project_id')
-    .notNull()
-    .references(() => projects.id, { onDelete: 'cascade' }),
-  removed_at: timestamptz('removed_at').notNull().defaultNow(),
-})
-
-/**
  * One (event, endpoint) pair: the outbox the dispatcher claims from (src/jobs/webhook-dispatcher.ts).
  * Pending rows are due at `next_attempt_at`; `claimed_until` holds a row an instance is
  * attempting, so that no other instance attempts it at the same time, and lets it go should that
@@ -340,8 +325,10 @@ export const webhook_deliveries = pgTable(
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
-    // No foreign key: deleting an endpoint leaves its deliveries to be removed in batches
-    // (webhook_endpoint_removals), so that the DELETE does not grow with its history.
+    // No foreign key: deleting an endpoint leaves its deliveries to event pruning, which
+    // removes them in batches (src/jobs/event-pruning.ts), so that the DELETE does not grow with
+    // the endpoint's history. Nothing shows or sends them meanwhile: every read of a delivery
+    // requires its endpoint, and the claim joins it.
     endpoint_id: text('endpoint_id').notNull(),
     event_id: text('event_id')
       .notNull()

@@ -5,6 +5,8 @@
 // also clears the previous secrets whose 24 hours after a rotation are over (no delivery is
 // signed with one any more, so none is kept), and removes the deliveries of deleted endpoints,
 // which nothing shows since their DELETE.
+import type { Repos } from '../db/repos/index.js'
+import type { DeliveryPosition } from '../db/repos/webhooks.js'
 import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
 
 /** How often an instance prunes: events outlive their EVENT_LOG_DAYS by at most this. */
@@ -14,7 +16,29 @@ export const PRUNE_BATCH = 500
 /** The first pruning after start: not in the way of a starting instance. */
 const FIRST_PRUNE_MS = 60_000
 
-/** `runOnce()` resolves to the number of events it deleted (the secrets it cleared are not counted). */
+/**
+ * Deletes the deliveries of deleted endpoints, endpoint by endpoint, in batches that each start
+ * where the one before ended; returns how many.
+ */
+async function purgeDeletedEndpoints(repos: Repos, batch: number, stopping: () => boolean): Promise<number> {
+  let total = 0
+  for (const endpointId of await repos.webhooks.deletedWithDeliveries()) {
+    let before: DeliveryPosition | undefined
+    total += await inBatches(
+      async () => {
+        const { deleted, last } = await repos.webhooks.purgeDeliveriesOf(endpointId, before, batch)
+        before = last
+        return deleted
+      },
+      batch,
+      stopping,
+    )
+    if (stopping()) break
+  }
+  return total
+}
+
+/** `runOnce()` resolves to the number of events it deleted (the secrets it cleared and the deliveries it purged are not counted). */
 export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
   const batch = options.batch ?? PRUNE_BATCH
   return periodic({
@@ -24,7 +48,7 @@ export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
     log: options.log,
     run: async (stopping) => {
       await inBatches(() => options.repos.webhooks.clearExpiredSecrets(batch), batch, stopping)
-      await inBatches(() => options.repos.webhooks.purgeRemoved(batch), batch, stopping)
+      await purgeDeletedEndpoints(options.repos, batch, stopping)
       return inBatches(() => options.repos.outbox.pruneExpired(batch), batch, stopping)
     },
   })

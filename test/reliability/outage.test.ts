@@ -29,6 +29,9 @@ import { DATABASE_URL, httpRequest, pgApp, proProject, startServer, uniqueName, 
  */
 const HUNG_MS = 30_000
 const RECOVERY_GUARD_MS = 60_000
+// Room for the guards to fail by their own assertions: a kill test's worst case is a hung answer,
+// a recovery that never comes and a hung check after it.
+t.setTimeout(300_000)
 
 interface Observed {
   label: string

@@ -1,7 +1,7 @@
 // An endpoint deleted while a write makes its event: the delete and the write's deliveries race
 // for the endpoint's row, which the single-connection PGlite cannot show. The write must succeed,
-// with no delivery to the endpoint that is gone (one made after the removal could outlive its
-// purge), never a 500 (a foreign key violation, before the deliveries lost that key).
+// with no delivery to the endpoint that is gone, never a 500 (a foreign key violation, before the
+// deliveries lost that key).
 import postgres from 'postgres'
 import t from 'tap'
 import { call } from '../helpers/app.js'

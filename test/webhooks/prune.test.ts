@@ -4,7 +4,8 @@
 import { eq, inArray, sql, type SQL } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { makeRepos, type Repos } from '../../src/db/repos/index.js'
-import { events, webhook_deliveries, webhook_endpoint_removals, webhook_endpoints } from '../../src/db/schema.js'
+import type { DeliveryPosition } from '../../src/db/repos/webhooks.js'
+import { events, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newId } from '../../src/domain/ids.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { eventPruning } from '../../src/jobs/event-pruning.js'
@@ -122,32 +123,47 @@ t.test("the expired secrets' claim reads webhook_endpoints_previous_secret_idx",
   t.ok(scans.some((scan) => scan.index === 'webhook_endpoints_previous_secret_idx'), 'the partial index, not a scan of every endpoint')
 })
 
-t.test("deleted endpoints' deliveries go in bounded batches, then the notes of their removal; other endpoints' stay", async (t) => {
+t.test("deleted endpoints' deliveries go in bounded batches, each from where the last ended; other endpoints' stay", async (t) => {
   const { db } = await testDatabase()
   const project = await createProject()
   const [a, b, kept] = [await subscribe(project.id), await subscribe(project.id), await subscribe(project.id)]
   const made: Record<string, string[]> = { [a]: [], [b]: [], [kept]: [] }
   for (const [endpoint, n] of [[a, 5], [b, 2], [kept, 1]] as const) {
-    for (let i = 0; i < n; i++) made[endpoint]!.push(await eventAged(project.id, endpoint, '1 hour'))
+    for (let i = 0; i < n; i++) made[endpoint]!.push(await eventAged(project.id, endpoint, `${i + 1} hours`))
   }
   const real = makeRepos(db)
   for (const endpoint of [a, b]) t.equal(await real.webhooks.delete(project.id, endpoint), 'deleted')
+  const found = await real.webhooks.deletedWithDeliveries()
+  t.ok([a, b].every((id) => found.includes(id)) && !found.includes(kept), 'the deleted endpoints are found by their deliveries, the kept one is not')
 
-  const statements: number[] = []
-  const webhooks = { ...real.webhooks, purgeRemoved: noted(t, real.webhooks.purgeRemoved, statements) }
+  const batches: { endpointId: string; before?: DeliveryPosition; deleted: number }[] = []
+  const webhooks = {
+    ...real.webhooks,
+    async purgeDeliveriesOf(endpointId: string, before: DeliveryPosition | undefined, limit: number) {
+      const result = await real.webhooks.purgeDeliveriesOf(endpointId, before, limit)
+      t.ok(result.deleted <= limit, 'a statement deletes at most its batch')
+      batches.push({ endpointId, before, deleted: result.deleted })
+      return result
+    },
+  }
   await eventPruning({ repos: { ...real, webhooks }, log: logSink().log, batch: 2 }).runOnce()
-  t.ok(statements.length >= 4, `7 deliveries in statements of 2 at most: ${statements.join(', ')}`)
+  const ofA = batches.filter((batch) => batch.endpointId === a)
+  t.same(ofA.map((batch) => batch.deleted), [2, 2, 1], "a's 5 deliveries in batches of 2, until one finds less than a full batch")
+  t.same(ofA[0]!.before, undefined, 'the first batch starts at the newest')
+  t.ok(ofA.slice(1).every((batch) => batch.before !== undefined), 'each next one from where the one before ended')
   const all = Object.values(made).flat()
   t.same(await remaining(all), { events: [...all].sort(), deliveries: made[kept] }, "the kept endpoint's delivery, and every event, stay")
-  const removals = await db.select().from(webhook_endpoint_removals).where(inArray(webhook_endpoint_removals.endpoint_id, [a, b, kept]))
-  t.same(removals, [], 'the notes of removal go once their deliveries have')
+  t.same((await real.webhooks.deletedWithDeliveries()).filter((id) => id === a || id === b), [], 'nothing is left to purge')
 })
 
-t.test("the removed deliveries' claim reads the deliveries' endpoint index", async (t) => {
+t.test("the purge's queries read indexes: one probe an endpoint, and a batch from where the last ended", async (t) => {
   const { db } = await testDatabase()
-  const scans = indexScans(await explainPlan(makeRepos(db).webhooks.removedClaim(500)))
-  t.ok(
-    scans.some((scan) => /^webhook_deliveries_endpoint_/.test(scan.index) && scan.cond.includes('endpoint_id')),
-    'an endpoint at a time, not a scan of every delivery',
-  )
+  const repos = makeRepos(db)
+  const found = indexScans(await explainPlan(repos.webhooks.deletedWithDeliveriesQuery))
+  t.ok(found.some((scan) => /^webhook_deliveries_endpoint_/.test(scan.index)), 'endpoint ids from the deliveries\' endpoint index')
+  const before = { at: new Date('2026-01-01T00:00:00.000Z'), id: 'wd_zzzzzzzzzzzzzzzzzzzzz' }
+  const batch = indexScans(await explainPlan(repos.webhooks.purgeClaim('we_AAAAAAAAAAAAAAAAAAAAA', before, 500)))
+  const scan = batch.find((s) => s.index === 'webhook_deliveries_endpoint_created_idx')
+  t.ok(scan, 'a batch reads webhook_deliveries_endpoint_created_idx')
+  t.match(scan?.cond, /ROW\(created_at, id\) < ROW\(/, 'starting where the last batch ended (an index condition, not a filter)')
 })

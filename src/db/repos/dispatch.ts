@@ -329,8 +329,8 @@ export function dispatchRepo(db: Database) {
             from summary s
           ), target as (
             -- The lock reads each row as it is once locked, even if another instance changed it
-            -- meanwhile; NO KEY, so that an event written for the endpoint meanwhile (its foreign
-            -- key's KEY SHARE lock) does not wait.
+            -- meanwhile; NO KEY, so that an event written for the endpoint meanwhile (the KEY
+            -- SHARE lock its deliveries' insert takes, outbox.ts) does not wait.
             select e.id, e.enabled, e.failing_since from webhook_endpoints e join effect x on x.endpoint_id = e.id
             where (x.gone and e.enabled)
               or (x.succeeded_at is not null and (e.failing_since is not null or x.failed_from is not null))

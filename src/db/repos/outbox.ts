@@ -31,9 +31,9 @@ const insertEvents = (source: SQL) => sql`insert into events (id, project_id, ty
  * The one insert of deliveries, of the events the CTE `event` inserted: one pending delivery,
  * due now, for each endpoint `e` of the event's project that `to` picks; returns their ids.
  * The endpoints are read FOR KEY SHARE, so that one deleted meanwhile is skipped once its
- * deletion commits: a delivery made for it after its removal was noted could outlive the purge of
- * its deliveries (webhooks.purgeRemoved), and once failed the write with a foreign key violation
- * (a 500 the benchmark found, with an endpoint deleted under load).
+ * deletion commits, and no delivery is made for an endpoint that is gone (there is no foreign
+ * key to refuse one; when there was, this race failed the write with its violation, a 500 the
+ * benchmark found with an endpoint deleted under load).
  */
 const insertDeliveries = (to: SQL) => sql`
   insert into webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, next_attempt_at, created_at)

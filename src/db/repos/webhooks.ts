@@ -1,7 +1,7 @@
 // The API's side of webhooks: a project's endpoints, their deliveries as the API shows and retries
 // them, and the event log's reads. Events and their deliveries are written by the outbox
 // (outbox.ts); the dispatcher claims and attempts deliveries with its own queries.
-import { and, count, eq, exists, inArray, isNotNull, lte, notExists, sql } from 'drizzle-orm'
+import { and, count, eq, exists, inArray, isNotNull, lte, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import type { EventRow } from '../../webhooks/event-record.js'
 import type { Database } from '../client.js'
@@ -12,14 +12,13 @@ import { EVENT_RETENTION } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { eventInScope, projectIdOf, type ProjectScope } from './scope.js'
 import { rowsOf } from '../results.js'
-import { events, projects, webhook_deliveries, webhook_endpoint_removals, webhook_endpoints } from '../schema.js'
+import { events, projects, webhook_deliveries, webhook_endpoints } from '../schema.js'
 
 /** At most this many endpoints per project (api-contract §10). */
 export const MAX_ENDPOINTS = 10
 
 const e = webhook_endpoints
 const d = webhook_deliveries
-const r = webhook_endpoint_removals
 
 // Timestamps are written by the database clock, truncated (a timestamptz(3) column would round
 // now() up half the time), so a delivery made due "now" is due in the very next query.
@@ -54,6 +53,23 @@ export type EndpointPatch = Partial<EndpointFields>
 export type EndpointCreation = { outcome: 'created'; row: EndpointRow } | { outcome: 'limit_exceeded' }
 export type EndpointUpdate = { outcome: 'updated'; row: EndpointRow } | { outcome: 'not_found' } | { outcome: 'precondition_failed' }
 export type EndpointDeletion = 'deleted' | 'not_found' | 'precondition_failed'
+/** Where a purge of a deleted endpoint's deliveries got to: the last one deleted, in the order of its index. */
+export type DeliveryPosition = { at: Date; id: string }
+
+/**
+ * The endpoint ids in the deliveries (a loose index scan: one probe a distinct endpoint) that
+ * have no endpoint row: deleted endpoints whose deliveries are still to be purged.
+ */
+const deletedWithDeliveriesQuery = sql`
+  with recursive present (endpoint_id) as (
+    (select endpoint_id from webhook_deliveries order by endpoint_id limit 1)
+    union all
+    select (select d.endpoint_id from webhook_deliveries d where d.endpoint_id > p.endpoint_id order by d.endpoint_id limit 1)
+    from present p
+    where p.endpoint_id is not null
+  )
+  select p.endpoint_id from present p
+  where p.endpoint_id is not null and not exists (select 1 from webhook_endpoints e where e.id = p.endpoint_id)`
 
 // What a delivery's record shows: not its project, nor claimed_until (which instance is attempting it).
 const deliveryColumns = {
@@ -175,18 +191,15 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       .limit(limit)
       .for('no key update', { skipLocked: true })
 
-  /**
-   * Deliveries of deleted endpoints, locked unless another transaction holds them: endpoint by
-   * endpoint through the deliveries' endpoint index (a test holds it to that), never a scan of
-   * every delivery, however stale the planner's count of removals.
-   */
-  const removedClaim = (limit: number) => sql`
-    select d.id from ${r} r
-    cross join lateral (
-      select id from ${d} where ${d.endpoint_id} = r.endpoint_id
-      limit ${limit} for update skip locked
-    ) d
-    limit ${limit}`
+  /** purgeDeliveriesOf's claim, in the order of webhook_deliveries_endpoint_created_idx, from `before` on. */
+  const purgeClaim = (endpointId: string, before: DeliveryPosition | undefined, limit: number) =>
+    db
+      .select({ id: d.id })
+      .from(d)
+      .where(and(eq(d.endpoint_id, endpointId), rowsAfter(d.created_at, d.id, before && { at: before.at.toISOString(), id: before.id })))
+      .orderBy(descNullsLast(d.created_at), descNullsLast(d.id))
+      .limit(limit)
+      .for('update', { skipLocked: true })
 
   return {
     get,
@@ -246,21 +259,15 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     },
 
     /**
-     * Deletes the endpoint and, in the same statement, notes its removal: its deliveries are
-     * unreadable from then on (every read of one goes through its endpoint) and event pruning
-     * removes them later, in batches (purgeRemoved), so that this is one row's work whatever
-     * the endpoint's history. Its events stay.
+     * Deletes the endpoint; its events stay. Its deliveries are left to event pruning
+     * (purgeDeliveriesOf), so that this is one row's work whatever the endpoint's history: from
+     * now on no read shows them (endpointExists) and no claim takes them (it joins the endpoint).
      */
     async delete(projectId: string, id: string, precondition?: Precondition): Promise<EndpointDeletion> {
-      const rows = rowsOf(
-        await db.execute(sql`
-          with removed as (
-            delete from ${e} where ${and(ofProject(projectId, id), tagMatches(tag, precondition))}
-            returning ${e.id}, ${e.project_id}
-          )
-          insert into ${r} (endpoint_id, project_id) select id, project_id from removed
-          returning endpoint_id`),
-      )
+      const rows = await db
+        .delete(e)
+        .where(and(ofProject(projectId, id), tagMatches(tag, precondition)))
+        .returning({ id: e.id })
       if (rows.length > 0) return 'deleted'
       // Only a conditional delete can have found the endpoint and left it.
       return precondition !== undefined && precondition !== '*' && (await get(projectId, id)) ? 'precondition_failed' : 'not_found'
@@ -297,20 +304,29 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     expiredSecretsClaim,
 
     /**
-     * Deletes up to `limit` deliveries of deleted endpoints (webhook_endpoint_removals), then
-     * forgets the removals that have none left; returns how many deliveries it deleted. Rows
-     * another transaction holds (an attempt being recorded, another instance purging) are
-     * skipped, not waited for: the next run takes them.
+     * The endpoints that have deliveries and no longer exist (deleted since, by this version or
+     * an earlier one, which removed them with a cascading key): one probe of the deliveries'
+     * endpoint index per endpoint that has any, and one of the endpoints' primary key.
      */
-    async purgeRemoved(limit: number): Promise<number> {
-      const deleted = rowsOf(await db.execute(sql`delete from ${d} where ${d.id} in (${removedClaim(limit)}) returning ${d.id}`))
-      if (deleted.length < limit) {
-        await db.delete(r).where(notExists(db.select({ id: d.id }).from(d).where(eq(d.endpoint_id, r.endpoint_id))))
-      }
-      return deleted.length
+    async deletedWithDeliveries(): Promise<string[]> {
+      const rows = rowsOf<{ endpoint_id: string }>(await db.execute(deletedWithDeliveriesQuery))
+      return rows.map((row) => row.endpoint_id)
     },
-    /** purgeRemoved's claim, for EXPLAIN. */
-    removedClaim,
+    deletedWithDeliveriesQuery,
+
+    /**
+     * Deletes up to `limit` deliveries of a deleted endpoint, newest first from `before` (the
+     * last one the previous batch deleted), so that each batch starts where the one before it
+     * ended instead of reading past the index entries it left. Rows another transaction holds
+     * (an attempt being recorded, another instance purging) are skipped, not waited for: the
+     * next run takes them. Returns how many, and where this batch ended.
+     */
+    async purgeDeliveriesOf(endpointId: string, before: DeliveryPosition | undefined, limit: number): Promise<{ deleted: number; last?: DeliveryPosition }> {
+      const rows = await db.delete(d).where(inArray(d.id, purgeClaim(endpointId, before, limit))).returning({ at: d.created_at, id: d.id })
+      const last = rows.reduce<DeliveryPosition | undefined>((min, row) => (!min || row.at < min.at || (row.at.getTime() === min.at.getTime() && row.id < min.id) ? row : min), undefined)
+      return { deleted: rows.length, last }
+    },
+    purgeClaim,
 
     /** The endpoint's signing secret as it is now (an Idempotency-Key replay answers it; nothing else reads it here). */
     async secret(projectId: string, id: string): Promise<string | undefined> {
