@@ -52,9 +52,19 @@ export function idempotencyRepo(db: Database) {
       return claimed.length ? true : undefined
     },
 
-    /** Deletes records past their 24 hours. */
+    /**
+     * Deletes records past their 24 hours, but those another transaction holds (SKIP LOCKED): it
+     * runs in a request's transaction, and a purge that waited for a row could wait for a request
+     * that holds an expired record (storing its answer under a key reused after 24 hours) and then
+     * waits for this purge's rows in a purge of its own, a deadlock. The next purge takes them.
+     */
     async purgeExpired(): Promise<void> {
-      await db.delete(idempotency_keys).where(lt(idempotency_keys.created_at, sql`now() - ${KEEP}`))
+      const expired = db
+        .select({ scope: idempotency_keys.scope, key: idempotency_keys.key })
+        .from(idempotency_keys)
+        .where(lt(idempotency_keys.created_at, sql`now() - ${KEEP}`))
+        .for('update', { skipLocked: true })
+      await db.delete(idempotency_keys).where(sql`(${idempotency_keys.scope}, ${idempotency_keys.key}) in (${expired})`)
     },
   }
 }

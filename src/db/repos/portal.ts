@@ -103,6 +103,11 @@ export function portalRepo(db: Database, transact: Transact = newTransaction(db)
     /**
      * Writes feedback when the tester is joined, the program active and its deadline not
      * passed, all checked by the database's clock in the INSERT itself. Returns the feedback.
+     * The SELECT takes the KEY SHARE locks that the foreign keys' checks would take anyway, but
+     * before the row is written: a tester or program being deleted at that moment is waited for
+     * and then skipped (no feedback, like an unknown token), where the checks after the insert
+     * would fail it with a foreign key violation (a 500). The program first, as its deletion
+     * takes it before its testers, so that the two never wait on each other.
      */
     async addFeedback(token: string, body: string, rating: number | null): Promise<FeedbackRow | undefined> {
       const [row] = await db
@@ -129,7 +134,8 @@ export function portalRepo(db: Database, transact: Transact = newTransaction(db)
                 eq(beta_programs.status, 'active'),
                 or(isNull(beta_programs.feedback_deadline), gt(beta_programs.feedback_deadline, sql`now()`)),
               ),
-            ) as never,
+            )
+            .for('key share', { of: [beta_programs, beta_testers] }) as never,
         )
         .returning()
       return row
