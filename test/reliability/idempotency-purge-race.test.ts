@@ -3,18 +3,14 @@
 // record has expired, hold rows of one another's: with waits both ways PostgreSQL aborts one
 // (a deadlock, 40P01), a 500 for a write that was fine. A purge must skip the rows another
 // transaction holds, never wait for them. The single-connection PGlite cannot show the race.
-import postgres from 'postgres'
 import t from 'tap'
 import { call } from '../helpers/app.js'
-import { DATABASE_URL, pgApp, proProject } from './fixtures/pg.js'
+import { pgApp, proProject, raceConnections } from './fixtures/pg.js'
 
 t.test('a request reusing an expired key purges while another purge holds expired rows: 201, no deadlock', async (t) => {
   const { app, handle, applicationName } = await pgApp(t, { label: 'idempotency-purge', poolSize: 4 })
   const { id: projectId, key } = await proProject(handle.db, 'Idempotency purge race')
-  const other = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-  // pg_stat_activity is read once per transaction: the watcher reads it outside the other's.
-  const watcher = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-  t.teardown(() => Promise.all([other.end({ timeout: 5 }), watcher.end({ timeout: 5 })]))
+  const { other, watcher, lockWaits } = raceConnections(t)
   // Records past their 24 hours: one the request's key reuses, two of other requests.
   await other`
     insert into idempotency_keys (scope, key, request_hash, state, response_status, response_body, created_at)
@@ -35,12 +31,7 @@ t.test('a request reusing an expired key purges while another purge holds expire
     // The request stores its answer under the reused key, then purges: it must not wait for the
     // stale record. Should it wait, the other purge goes on to the reused key, which the request
     // holds, and one of the two is a deadlock's victim.
-    for (;;) {
-      const [waiting] = await watcher`
-        select count(*)::int as n from pg_stat_activity where application_name = ${applicationName} and wait_event_type = 'Lock'`
-      if (waiting!.n > 0 || done) break
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+    await lockWaits({ applicationName }, 1, () => done)
     // The other purge reaches the reused key (while its record is still the expired one it sees).
     await tx`delete from idempotency_keys where scope = ${projectId} and key = 'reused' and created_at < now() - interval '24 hours'`
   })

@@ -7,7 +7,7 @@ import postgres from 'postgres'
 import t, { type Test } from 'tap'
 import { call } from '../helpers/app.js'
 import { FORM, form } from '../portal/beta-helpers.js'
-import { DATABASE_URL, pgApp, proProject } from './fixtures/pg.js'
+import { DATABASE_URL, pgApp, proProject, raceConnections } from './fixtures/pg.js'
 
 async function joinedTester(t: Test, app: FastifyInstance, key: string) {
   const program = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Feedback race', status: 'active' } })
@@ -34,23 +34,14 @@ for (const [what, deletion] of deletions) {
     const { key } = await proProject(handle.db, 'Feedback race')
     const ids = await joinedTester(t, app, key)
 
-    const other = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-    // pg_stat_activity is read once per transaction: the watcher reads it outside the deletion's.
-    const watcher = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-    t.teardown(() => Promise.all([other.end({ timeout: 5 }), watcher.end({ timeout: 5 })]))
+    const { other, lockWaits } = raceConnections(t)
     let sent: Promise<Awaited<ReturnType<typeof call>>> | undefined
     await other.begin(async (tx) => {
       // The deletion holds the tester's row, uncommitted, while the feedback is written.
       await deletion(tx, ids)
       sent = call(t, app, { method: 'POST', url: '/beta/feedback', body: form({ token: ids.token, body: 'Raced', rating: '4' }), headers: FORM })
       // The insert waits for the tester's row (a lock wait in pg_stat_activity); then the deletion commits.
-      for (;;) {
-        const [waiting] = await watcher`
-          select count(*)::int as n from pg_stat_activity
-          where datname = current_database() and wait_event_type = 'Lock' and query like '%insert into "beta_feedback"%'`
-        if (waiting!.n > 0) break
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await lockWaits({ query: 'insert into "beta_feedback"' })
     })
     const res = await sent!
     t.equal(res.status, 404, 'the token is unknown now')
@@ -66,19 +57,9 @@ t.test('the program deleted while the feedback waits for its tester: the feedbac
   const { key } = await proProject(handle.db, 'Feedback race')
   const ids = await joinedTester(t, app, key)
 
-  const holder = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
+  const { other: holder, watcher, lockWaits } = raceConnections(t)
   const deleter = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-  const watcher = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-  t.teardown(() => Promise.all([holder.end({ timeout: 5 }), deleter.end({ timeout: 5 }), watcher.end({ timeout: 5 })]))
-  const waitingOn = async (query: string, n: number) => {
-    for (;;) {
-      const [waiting] = await watcher`
-        select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock' and query like ${`%${query}%`}`
-      if (waiting!.n >= n) return
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
+  t.teardown(() => deleter.end({ timeout: 5 }))
   let sent: Promise<Awaited<ReturnType<typeof call>>> | undefined
   let deleted: Promise<unknown> | undefined
   await holder.begin(async (tx) => {
@@ -87,10 +68,10 @@ t.test('the program deleted while the feedback waits for its tester: the feedbac
     // rather than take the program and then wait for the tester the feedback holds.
     await tx`select id from beta_testers where id = ${ids.testerId} for update`
     sent = call(t, app, { method: 'POST', url: '/beta/feedback', body: form({ token: ids.token, body: 'Raced', rating: '4' }), headers: FORM })
-    await waitingOn('insert into "beta_feedback"', 1)
+    await lockWaits({ query: 'insert into "beta_feedback"' })
     // execute(): a postgres.js query is sent only once something awaits it.
     deleted = deleter`delete from beta_programs where id = ${ids.programId}`.execute()
-    await waitingOn('delete from beta_programs', 1)
+    await lockWaits({ query: 'delete from beta_programs' })
   })
   const res = await sent!
   t.equal(res.status, 200, 'the feedback is written')

@@ -2,11 +2,10 @@
 // for the endpoint's row, which the single-connection PGlite cannot show. The write must succeed,
 // with no delivery to the endpoint that is gone, never a 500 (a foreign key violation, before the
 // deliveries lost that key).
-import postgres from 'postgres'
 import t from 'tap'
 import { call } from '../helpers/app.js'
 import { HOOK_URL } from '../webhooks/helpers.js'
-import { DATABASE_URL, pgApp, proProject } from './fixtures/pg.js'
+import { pgApp, proProject, raceConnections } from './fixtures/pg.js'
 
 t.test('an endpoint deleted while an event is written: the write succeeds, with no delivery to it', async (t) => {
   const { app, handle } = await pgApp(t, { label: 'endpoint-race', poolSize: 4 })
@@ -15,23 +14,14 @@ t.test('an endpoint deleted while an event is written: the write succeeds, with 
   t.equal(endpoint.status, 201)
   const endpointId = endpoint.json.data.id as string
 
-  const other = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-  // pg_stat_activity is read once per transaction: the watcher reads it outside the deletion's.
-  const watcher = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
-  t.teardown(() => Promise.all([other.end({ timeout: 5 }), watcher.end({ timeout: 5 })]))
+  const { other, lockWaits } = raceConnections(t)
   let written: Promise<Awaited<ReturnType<typeof call>>> | undefined
   await other.begin(async (tx) => {
     // The deletion holds the endpoint's row, uncommitted, while the write reads it.
     await tx`delete from webhook_endpoints where id = ${endpointId}`
     written = call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Raced', status: 'published' } })
     // The write waits for the row (a lock wait in pg_stat_activity); then the deletion commits.
-    for (;;) {
-      const [waiting] = await watcher`
-        select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock' and query like '%insert into webhook_deliveries%'`
-      if (waiting!.n > 0) break
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+    await lockWaits({ query: 'insert into webhook_deliveries' })
   })
   const res = await written!
   t.equal(res.status, 201, 'the write succeeds')

@@ -201,6 +201,16 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       .limit(limit)
       .for('update', { skipLocked: true })
 
+  /**
+   * The endpoint, locked against a change or a delete until the caller's transaction ends: what
+   * it is told here (enabled, say) stays true while the caller writes for it.
+   */
+  async function lock(projectId: string, id: string): Promise<EndpointRow | undefined> {
+    inTransactionOnly('lock')
+    const [row] = await db.select(tagged).from(e).where(ofProject(projectId, id)).for('share')
+    return row
+  }
+
   return {
     get,
 
@@ -334,15 +344,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       return row?.secret
     },
 
-    /**
-     * The endpoint, locked against a change or a delete until the caller's transaction ends: what
-     * it is told here (enabled, say) stays true while the caller writes for it.
-     */
-    async lock(projectId: string, id: string): Promise<EndpointRow | undefined> {
-      inTransactionOnly('lock')
-      const [row] = await db.select(tagged).from(e).where(ofProject(projectId, id)).for('share')
-      return row
-    },
+    lock,
 
     /**
      * `limit` deliveries of the endpoint from `offset` or after a row, newest first (the caller
@@ -365,26 +367,22 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     /**
      * Makes the delivery pending and due now, whatever its status (its attempts stay counted),
      * unless its endpoint is disabled; in the caller's transaction, which wakes the dispatcher
-     * once it commits.
+     * once it commits. The endpoint is locked first (lock), so that a PATCH disabling it
+     * meanwhile is waited for and then seen: a retry never makes due a delivery that the
+     * disabling parked.
      */
     async retry(projectId: string, endpointId: string, id: string): Promise<DeliveryRetry> {
       const transaction = inTransactionOnly('retry')
-      const enabled = db.select({ id: e.id }).from(e).where(and(eq(e.id, d.endpoint_id), eq(e.enabled, true)))
-      const [row] = await db
-        .update(d)
-        .set({ status: 'pending', next_attempt_at: dbNow })
-        .where(and(deliveryOf(projectId, endpointId, id), exists(enabled)))
-        .returning(deliveryColumns)
-      if (row) {
-        transaction.due()
-        return { outcome: 'retried', row }
+      const endpoint = await lock(projectId, endpointId)
+      if (!endpoint) return { outcome: 'not_found' }
+      if (!endpoint.enabled) {
+        const [found] = await db.select({ id: d.id }).from(d).where(deliveryOf(projectId, endpointId, id))
+        return found ? { outcome: 'endpoint_disabled', reason: endpoint.disabled_reason } : { outcome: 'not_found' }
       }
-      const [found] = await db
-        .select({ reason: e.disabled_reason })
-        .from(d)
-        .innerJoin(e, eq(e.id, d.endpoint_id))
-        .where(deliveryOf(projectId, endpointId, id))
-      return found ? { outcome: 'endpoint_disabled', reason: found.reason } : { outcome: 'not_found' }
+      const [row] = await db.update(d).set({ status: 'pending', next_attempt_at: dbNow }).where(deliveryOf(projectId, endpointId, id)).returning(deliveryColumns)
+      if (!row) return { outcome: 'not_found' }
+      transaction.due()
+      return { outcome: 'retried', row }
     },
 
     eventsQuery,
