@@ -11,7 +11,7 @@ import { buildApp } from './app.js'
 import { loadConfig, SetupError, type Config } from './config.js'
 import { openDatabase, type DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
-import { startWebhookDispatcher, type WebhookDispatcher } from './jobs/webhook-dispatcher.js'
+import { autovacuumRuns, startWebhookDispatcher, type WebhookDispatcher } from './jobs/webhook-dispatcher.js'
 import { eventPruning } from './jobs/event-pruning.js'
 import type { PeriodicJob } from './jobs/periodic.js'
 import { publicationSweep } from './jobs/publication-sweep.js'
@@ -96,8 +96,9 @@ try {
       config,
       log: app.log,
       metrics: app.metrics,
-      // PGlite runs no autovacuum: the dispatcher keeps the statistics its claim is planned by.
-      analyzeEveryMs: database.kind === 'pglite' ? 60_000 : undefined,
+      // Without autovacuum (PGlite's, or a PostgreSQL's turned off) the dispatcher keeps the
+      // statistics its claim is planned by.
+      analyzeEveryMs: (await autovacuumRuns(database)) ? undefined : 60_000,
     })
   }
   await createDemoProject(config, database)

@@ -22,7 +22,7 @@
 // the next one statement.
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
-import type { Database } from '../db/client.js'
+import type { Database, DbHandle } from '../db/client.js'
 import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../db/repos/dispatch.js'
 import { sqlState } from '../db/results.js'
 import { DEFAULT_TIMEOUT_MS, Sender, type AttemptKind, type AttemptResult, type Resolver, type Timers } from '../webhooks/send.js'
@@ -56,8 +56,8 @@ export interface WebhookDispatcherOptions {
   /** An attempt's deadline (10 s). */
   timeoutMs?: number
   /**
-   * On PGlite, which runs no autovacuum: refresh the deliveries' statistics at start and then at
-   * most this often while deliveries change (db/repos/dispatch.ts, analyze). Unset on PostgreSQL.
+   * Where nothing else keeps the deliveries' statistics (autovacuumRuns): refresh them at start
+   * and then at most this often while deliveries change (db/repos/dispatch.ts, analyze).
    */
   analyzeEveryMs?: number
   /** Tests: the names' addresses, the attempts' deadline timers, the jitter, the signatures' clock. */
@@ -321,4 +321,18 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
 /** The options that were given (an explicit undefined keeps the default). */
 function definedOnly<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>
+}
+
+/**
+ * Whether autovacuum keeps the deliveries' statistics: never on PGlite, and on PostgreSQL only
+ * while `autovacuum` is on. Without it the claim is planned for the table as it was when last
+ * analyzed: a server on a PostgreSQL with autovacuum off (as some CI machines run it) read every
+ * delivery on each claim once the table had grown, and delivered tens a second instead of
+ * hundreds. A database that cannot say is taken to run it, as PostgreSQL does by default.
+ */
+export async function autovacuumRuns(database: DbHandle): Promise<boolean> {
+  if (database.kind === 'pglite') return false
+  return dispatchRepo(database.db)
+    .autovacuumOn()
+    .catch(() => true)
 }

@@ -10,10 +10,11 @@ import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import type { Database } from '../../src/db/client.js'
 import { dispatchRepo } from '../../src/db/repos/dispatch.js'
+import { rowsOf } from '../../src/db/results.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
-import { startWebhookDispatcher } from '../../src/jobs/webhook-dispatcher.js'
+import { autovacuumRuns, startWebhookDispatcher } from '../../src/jobs/webhook-dispatcher.js'
 import { systemResolver, type Resolver } from '../../src/webhooks/send.js'
 import { call } from '../helpers/app.js'
 import { startReceiver } from '../helpers/receiver.js'
@@ -401,4 +402,17 @@ t.test('analyzeEveryMs (PGlite): the deliveries’ statistics are refreshed at s
   await deliveryReaches(deliveryId, 'succeeded')
   await waitUntil(async () => analyzed, (n) => n >= 2)
   t.pass(`analyzed ${analyzed} times`)
+})
+
+t.test('autovacuumRuns: the dispatcher keeps the statistics itself on PGlite, and on a PostgreSQL whose autovacuum is off', async (t) => {
+  const database = handle
+  if (database.kind === 'pglite') {
+    t.equal(await autovacuumRuns(database), false, 'PGlite runs no autovacuum')
+  } else {
+    // Read independently of the function: this machine's PostgreSQL may run with autovacuum off.
+    const [setting] = rowsOf<{ autovacuum: string }>(await database.db.execute(sql`show autovacuum`))
+    t.equal(await autovacuumRuns(database), setting!.autovacuum === 'on', `PostgreSQL with autovacuum ${setting!.autovacuum}`)
+  }
+  const silent = { ...database, kind: 'postgres' as const, db: { execute: () => Promise.reject(new Error('unavailable')) } as unknown as Database }
+  t.equal(await autovacuumRuns(silent), true, 'a database that cannot say is taken to run it, as PostgreSQL does by default')
 })

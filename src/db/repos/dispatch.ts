@@ -382,6 +382,12 @@ export function dispatchRepo(db: Database) {
       await db.execute(sql`analyze webhook_deliveries`)
     },
 
+    /** Whether PostgreSQL's autovacuum is on, keeping these statistics itself (analyze). */
+    async autovacuumOn(): Promise<boolean> {
+      const [row] = rowsOf<{ on: boolean }>(await db.execute(sql`select current_setting('autovacuum') = 'on' as on`))
+      return row?.on !== false
+    },
+
     /** parkDeliveries, once a record has found endpoints disabled (Recorded.disabledSince). */
     park: (endpointIds: readonly string[]) => parkDeliveries(db, endpointIds),
 

@@ -116,7 +116,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     return row
   }
 
-  // A deleted endpoint's deliveries wait for purgeRemoved: none is shown meanwhile. The endpoint
+  // A deleted endpoint's deliveries wait for purgeDeliveriesOf: none is shown meanwhile. The endpoint
   // is a constant of the query, so PostgreSQL checks it once (an InitPlan), not once a row.
   const endpointExists = (scope: ProjectScope, endpointId: string) =>
     exists(db.select({ id: e.id }).from(e).where(ofProject(scope, endpointId)))
