@@ -184,8 +184,8 @@ t.test('SIGKILL right after acknowledged writes: after a restart each has exactl
     await database.db.execute(sql`select event_id, claim_token from webhook_deliveries where claimed_until is not null`),
   )
   const claimed = new Set(claims.map((r) => r.event_id))
-  const sentBeforeRestart = (id: string) => byWebhookId(receiver.requests).get(id)?.length ?? 0
-  const sentByTheDead = new Map([...claimed].map((id) => [id, sentBeforeRestart(id)]))
+  const requestsSoFar = (id: string) => byWebhookId(receiver.requests).get(id)?.length ?? 0
+  const sentByTheDead = new Map([...claimed].map((id) => [id, requestsSoFar(id)]))
   const announced = rowsOf<{ id: string }>(await database.db.execute(sql`select id from changelog_entries where announced_at is not null and id in (${scheduled[0]!.id}, ${scheduled[1]!.id})`))
   if (announced.length > 0) t.comment('the scheduled entries were announced before the kill (a machine slower than their 3 s lead)')
   else t.pass('the scheduled entries were not announced when the server died')
@@ -231,7 +231,7 @@ t.test('SIGKILL right after acknowledged writes: after a restart each has exactl
     ).map((r) => r.event_id),
   )
   t.same(
-    [...leased].filter((id) => sentBeforeRestart(id) > sentByTheDead.get(id)!),
+    [...leased].filter((id) => requestsSoFar(id) > sentByTheDead.get(id)!),
     [],
     `the ${leased.size} of the ${claimed.size} deliveries the dead instance was attempting whose lease still holds wait for it while the others are made`,
   )
