@@ -3,10 +3,11 @@
 // delivery's state. Waits look at the state every few milliseconds until it is reached; how
 // long that takes is bounded by the test's timeout, never asserted.
 //
-// A dispatcher claims every due delivery of its database, whoever wrote it: on PostgreSQL, where
-// test files share DATABASE_URL's database, these tests work in a database of their own
-// (created and dropped by the file), so that no dispatcher of theirs attempts another file's
-// deliveries, and no other file's dispatcher theirs. On PGlite every file has its own anyway.
+// A dispatcher claims every due delivery of its database, whoever wrote it: so a file that runs
+// one works in a database of its own, so that no dispatcher of its attempts another file's
+// deliveries, and no other file's dispatcher its. On PostgreSQL, where test files share
+// DATABASE_URL's database, that is a database the file creates and drops; on PGlite, the
+// process's, and such a file runs in a process of its own (.taprc), not in its folder's index.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import type { ClientRequest } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -25,8 +26,11 @@ import { freshPostgresDatabase, testDatabase } from './db.js'
 
 let isolated: Promise<DbHandle> | undefined
 
-/** The database of these tests: the file's PGlite, or a PostgreSQL database of the file's own when DATABASE_URL is set. */
+/** The database of these tests: the process's PGlite, or a PostgreSQL database of the file's own when DATABASE_URL is set. */
 export function webhookDatabase(): Promise<DbHandle> {
+  if (process.argv[1]?.endsWith('/index.test.ts')) {
+    throw new Error("a test that claims deliveries needs a database of its file's own: list its file in .taprc's include, where it runs in a process of its own")
+  }
   if (!process.env.DATABASE_URL) return testDatabase()
   isolated ??= (async () => {
     const url = await freshPostgresDatabase(t)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { defaults, loadConfig } from '../src/config.js'
+import { defaults, loadConfig } from '../../src/config.js'
 
 t.test('defaults apply when nothing is set', async (t) => {
   t.same(loadConfig({}), defaults)

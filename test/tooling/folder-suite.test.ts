@@ -1,0 +1,31 @@
+// Every test file runs exactly once a pass: in its folder's index (test/helpers/folder-suite.ts)
+// or, listed in .taprc's include, in a process of its own; never in neither.
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import t from 'tap'
+import { folderFiles, ownProcessFiles } from '../helpers/folder-suite.js'
+
+const root = new URL('../..', import.meta.url).pathname
+const testFiles = readdirSync(join(root, 'test'), { recursive: true, withFileTypes: true })
+  .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
+  .map((entry) => relative(root, join(entry.parentPath, entry.name)))
+
+t.test('every test file is in a folder of test/, run by its index or by tap itself', async (t) => {
+  const own = ownProcessFiles()
+  const runs = new Map<string, string[]>()
+  const ran = (file: string, by: string) => runs.set(file, [...(runs.get(file) ?? []), by])
+  for (const file of own) ran(file, 'tap')
+  for (const folder of new Set(testFiles.map((file) => file.split('/')[1]!))) {
+    const index = `test/${folder}/index.test.ts`
+    if (!existsSync(join(root, index))) continue
+    t.match(readFileSync(join(root, index), 'utf8'), `runFolder('${folder}')`, `${index} runs its own folder`)
+    for (const file of folderFiles(folder)) ran(file, index)
+  }
+  for (const file of testFiles) {
+    if (file.endsWith('/index.test.ts')) continue
+    t.equal(dirname(file) === 'test', false, `${file} is in a folder of test/`)
+    t.equal(runs.get(file)?.length, 1, `${file} runs once a pass (by ${runs.get(file)?.join(' and ') ?? 'nothing'})`)
+  }
+  for (const file of own) t.ok(testFiles.includes(file), `.taprc's ${file} exists`)
+})
+
