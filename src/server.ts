@@ -74,54 +74,66 @@ let database: DbHandle | undefined
 let app: FastifyInstance | undefined
 let dispatcher: WebhookDispatcher | undefined
 let jobs: PeriodicJob<unknown>[] = []
-try {
-  config = loadConfig()
-  database = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.databaseUrl ? undefined : config.dataDir,
-    poolSize: config.dbPoolSize,
-    connectTimeout: config.dbConnectTimeout,
-    statementTimeoutMs: config.dbStatementTimeoutMs,
-    prepare: config.dbPrepare,
-    statementDeadlineMs: config.dbStatementDeadlineMs,
-    role: 'the server',
-  })
-  await database.migrate()
-  // A write that makes deliveries due wakes this instance's dispatcher once it has committed.
-  app = await buildApp(config, database, { deliveriesDue: () => dispatcher?.wake() })
-  await app.listen({ port: config.port, host: config.host })
-  if (config.webhookDispatch) {
-    dispatcher = startWebhookDispatcher({
-      db: database.db,
-      config,
-      log: app.log,
-      metrics: app.metrics,
-      // Without autovacuum (PGlite's, or a PostgreSQL's turned off) the dispatcher keeps the
-      // statistics its claim is planned by.
-      analyzeEveryMs: (await autovacuumRuns(database)) ? undefined : 60_000,
+
+async function start(): Promise<void> {
+  try {
+    config = loadConfig()
+    database = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.databaseUrl ? undefined : config.dataDir,
+      poolSize: config.dbPoolSize,
+      connectTimeout: config.dbConnectTimeout,
+      statementTimeoutMs: config.dbStatementTimeoutMs,
+      prepare: config.dbPrepare,
+      statementDeadlineMs: config.dbStatementDeadlineMs,
+      role: 'the server',
     })
+    await database.migrate()
+    // A write that makes deliveries due wakes this instance's dispatcher once it has committed.
+    app = await buildApp(config, database, { deliveriesDue: () => dispatcher?.wake() })
+    await app.listen({ port: config.port, host: config.host })
+    if (config.webhookDispatch) {
+      dispatcher = startWebhookDispatcher({
+        db: database.db,
+        config,
+        log: app.log,
+        metrics: app.metrics,
+        // Without autovacuum (PGlite's, or a PostgreSQL's turned off) the dispatcher keeps the
+        // statistics its claim is planned by.
+        analyzeEveryMs: (await autovacuumRuns(database)) ? undefined : 60_000,
+      })
+    }
+    await createDemoProject(config, database)
+    // A convenience: a database that stops answering right now is for the requests to report.
+    await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
+    // The background work every instance shares (src/jobs/).
+    const repos = makeRepos(database.db, config.publicBaseUrl, { deliveriesDue: () => dispatcher?.wake() })
+    jobs = [publicationSweep({ repos, log: app.log }), eventPruning({ repos, log: app.log })]
+    for (const job of jobs) job.start()
+  } catch (error) {
+    const problem = setupProblem(error, config)
+    if (!problem) throw error
+    process.stderr.write(`Cannot start: ${problem}\n`)
+    await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
+    await database?.close()
+    process.exit(1)
   }
-  await createDemoProject(config, database)
-  // A convenience: a database that stops answering right now is for the requests to report.
-  await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
-  // The background work every instance shares (src/jobs/).
-  const repos = makeRepos(database.db, config.publicBaseUrl, { deliveriesDue: () => dispatcher?.wake() })
-  jobs = [publicationSweep({ repos, log: app.log }), eventPruning({ repos, log: app.log })]
-  for (const job of jobs) job.start()
-} catch (error) {
-  const problem = setupProblem(error, config)
-  if (!problem) throw error
-  process.stderr.write(`Cannot start: ${problem}\n`)
-  await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
-  await database?.close()
-  process.exit(1)
 }
 
+const starting = start()
+
+// Registered before the start, not after it: the port is open before the demo project and the
+// background jobs exist, and a SIGTERM or SIGINT that comes meanwhile would otherwise be the
+// default one, which kills the process in the middle of what it serves. It waits for the start
+// to finish, then drains as at any other time (close-with-grace bounds both by its delay).
 closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
-  if (err) app!.log.error({ err }, 'shutting down after an error')
-  else app!.log.info({ signal }, 'shutting down')
+  await starting.catch(() => undefined)
+  if (err) app ? app.log.error({ err }, 'shutting down after an error') : process.stderr.write(`${err.stack ?? err}\n`)
+  else app?.log.info({ signal }, 'shutting down')
   // The dispatcher's in-flight attempts finish (or are given back) within its drain, under this
   // 10 s; a job's run in progress finishes too, before the pool closes.
-  await Promise.all([app!.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
-  await database!.close()
+  await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
+  await database?.close()
 })
+
+await starting
