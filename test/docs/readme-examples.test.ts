@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { NODE_ARGS, buildServer, freePort, root } from '../helpers/server.js'
+import { NODE_ARGS, asUserRuns, buildServer, freePort, root } from '../helpers/server.js'
 
 t.setTimeout(300_000)
 t.before(buildServer)
@@ -121,7 +121,7 @@ t.test('every README example runs as written, in order, against a fresh server',
   env.PORT = env.README_PORT
   for (const name of ['DATABASE_URL', 'ADMIN_TOKEN', 'REDIS_URL', 'KEY', 'PROJECT', 'API']) delete env[name]
   env.README_ROOT = root
-  const run = spawnSync('bash', [join(work, 'readme.sh')], { cwd: work, env, encoding: 'utf8', timeout: 240_000 })
+  const run = spawnSync(...asUserRuns('bash', [join(work, 'readme.sh')]), { cwd: work, env, encoding: 'utf8', timeout: 240_000 })
   const lastBlock = [...run.stdout.matchAll(/^### (README\.md:\d+)$/gm)].at(-1)?.[1]
   t.equal(run.status, 0, `the examples ran to the end (last block started: ${lastBlock})\n${run.stderr.slice(-3000)}`)
   t.match(run.stdout, /data-code="feedback_received"/, 'the tester portal answered the feedback post')

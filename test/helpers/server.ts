@@ -8,6 +8,20 @@ export const root = new URL('../..', import.meta.url).pathname
 // Exactly what `npm start` runs: build dist/, then start the compiled server.
 export const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
 export const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
+// Likewise `npm run admin -- <command>`: build dist/, then run the compiled CLI with <command>.
+export const ADMIN_ARGS = ['dist/scripts/admin.js']
+export const ADMIN = `node scripts/build.mjs && node ${ADMIN_ARGS.join(' ')}`
+
+/**
+ * `command args` as a user's shell runs it: without the hooks that tap adds, through NODE_OPTIONS,
+ * to every process a test starts (@tapjs/processinfo, which records what each process loads, for
+ * coverage that this suite does not collect; it is loaded again into any environment a test
+ * gives). They cost each Node process about 0.7 s of CPU more, and a run of the README starts
+ * some fifty. `env -u NODE_OPTIONS` runs the command in its own place, with the same PID.
+ */
+export function asUserRuns(command: string, args: readonly string[]): [string, string[]] {
+  return ['env', ['-u', 'NODE_OPTIONS', command, ...args]]
+}
 
 /** A port nobody listens on right now (the caller binds it, or tells a server to). */
 export function freePort(): Promise<number> {
@@ -22,7 +36,7 @@ export function freePort(): Promise<number> {
 }
 
 export function buildServer(): void {
-  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'pipe' })
+  execFileSync(...asUserRuns(process.execPath, ['scripts/build.mjs']), { cwd: root, stdio: 'pipe' })
 }
 
 /** The environment of a server or CLI on the embedded database in `dataDir`. */
@@ -47,7 +61,7 @@ export function postgresEnv(databaseUrl: string, port: number, extra: NodeJS.Pro
  */
 export function start(dataDir: string | NodeJS.ProcessEnv, port: number, until = /Server listening/): Promise<{ child: ChildProcess; stdout: () => string }> {
   const env = typeof dataDir === 'string' ? embeddedEnv(dataDir, port) : dataDir
-  const child = spawn(process.execPath, NODE_ARGS, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(...asUserRuns(process.execPath, NODE_ARGS), { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout!.on('data', (chunk) => (out += chunk))
   child.stderr!.on('data', (chunk) => (out += chunk))

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { LOCK_FILE } from '../../src/db/data-dir-lock.js'
-import { NODE_ARGS, buildServer, embeddedEnv, exited, root, start } from '../helpers/server.js'
+import { ADMIN_ARGS, NODE_ARGS, asUserRuns, buildServer, embeddedEnv, exited, root, start } from '../helpers/server.js'
 
 // Each test starts real servers and CLIs (PGlite opens in a second or two each, more on a busy machine).
 t.setTimeout(360_000)
@@ -17,13 +17,13 @@ t.before(buildServer)
 
 /** `npm run admin -- ...` as an operator types it; its exit code and what it printed. */
 function admin(env: NodeJS.ProcessEnv, ...args: string[]) {
-  const run = spawnSync(join(root, 'node_modules/.bin/tsx'), ['scripts/admin.ts', ...args], { cwd: root, env, encoding: 'utf8' })
+  const run = spawnSync(...asUserRuns(process.execPath, [...ADMIN_ARGS, ...args]), { cwd: root, env, encoding: 'utf8' })
   return { status: run.status, stdout: run.stdout, stderr: run.stderr }
 }
 
 /** Runs the server to its end: a start that must fail. */
 function failedStart(env: NodeJS.ProcessEnv) {
-  const run = spawnSync(process.execPath, NODE_ARGS, { cwd: root, env, encoding: 'utf8', timeout: 60_000 })
+  const run = spawnSync(...asUserRuns(process.execPath, NODE_ARGS), { cwd: root, env, encoding: 'utf8', timeout: 60_000 })
   return { status: run.status, stdout: run.stdout, stderr: run.stderr }
 }
 
@@ -111,5 +111,19 @@ t.test('start-up that explains itself: a busy port or a bad setting is one line,
     const lines = bad.stderr.trim().split('\n')
     t.equal(lines.length, 1, `${name}=${value}: one line`)
     t.match(lines[0], new RegExp(`^Cannot start: ${name} `), `${name}=${value}: names the variable`)
+  }
+})
+
+t.test('a SIGTERM as soon as the port is open is not a kill: the start finishes, then the server drains and exits 0', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  // The first start also creates the demo project after it listens; the second has only its jobs to start.
+  for (const run of ['first start', 'second start']) {
+    const server = await start(dataDir, port)
+    const exit = exited(server.child)
+    server.child.kill('SIGTERM')
+    t.equal(await exit, 0, `${run}: exit code 0`)
+    t.match(server.stdout(), /"msg":"shutting down"/, `${run}: drained`)
   }
 })

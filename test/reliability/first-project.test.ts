@@ -3,11 +3,10 @@
 // and the operator API; the command works as printed; a database with a project hears nothing.
 // Fails, never skips, without PostgreSQL (see fixtures/pg.ts for when it runs).
 import { execFile } from 'node:child_process'
-import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { freshPostgresDatabase } from '../helpers/db.js'
-import { buildServer, exited, postgresEnv, root, start } from '../helpers/server.js'
+import { ADMIN_ARGS, asUserRuns, buildServer, exited, postgresEnv, root, start } from '../helpers/server.js'
 
 t.before(buildServer)
 
@@ -33,7 +32,7 @@ t.test('an empty PostgreSQL database: the server says how to make the first proj
 
   // The command works as printed (with the real password), while the server runs.
   const args = [...command![2]!.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!)
-  const cli = await promisify(execFile)(join(root, 'node_modules/.bin/tsx'), ['scripts/admin.ts', ...args], { cwd: root, env: postgresEnv(url.href, port) })
+  const cli = await promisify(execFile)(...asUserRuns(process.execPath, [...ADMIN_ARGS, ...args]), { cwd: root, env: postgresEnv(url.href, port) })
   t.match(cli.stderr, `Using PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}.`)
   const created = JSON.parse(cli.stdout) as { data: { plan: string; beta_enabled: boolean }; api_key: string }
   t.match(created.data, { plan: 'pro', beta_enabled: true })
