@@ -242,12 +242,13 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
           for (const endpoint of recorded.disabled) {
             log.warn({ endpoint_id: endpoint.id, reason: endpoint.reason }, `webhook endpoint ${endpoint.id} disabled: ${endpoint.reason === 'gone' ? 'it answered 410 Gone' : 'every attempt to it failed for 5 days'}`)
           }
-          // Their pending deliveries wait for them to be enabled again, out of the claim's way.
-          if (recorded.disabledSince.length > 0) {
-            return repo.park(recorded.disabledSince).then(
+          // The pending deliveries of those disabled by now wait for them to be enabled again, out
+          // of the claim's way (parked in the statement after the record: see Recorded.toPark).
+          if (recorded.toPark.length > 0) {
+            return repo.park(recorded.toPark).then(
               () => undefined,
               (error: unknown) =>
-                log.warn({ err: loggable(error), endpoints: recorded.disabledSince }, 'webhook deliveries: could not park a disabled endpoint’s deliveries; each claim passes over them until it is enabled'),
+                log.warn({ err: loggable(error), endpoints: recorded.toPark }, 'webhook deliveries: could not park a disabled endpoint’s deliveries; each claim passes over them until it is enabled'),
             )
           }
         },

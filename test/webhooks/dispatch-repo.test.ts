@@ -393,9 +393,9 @@ t.test('an endpoint disabled by an answer (410) or by the team during an attempt
   t.equal(await parkDeliveries(db, [team.id]), 2, 'two parked by the PATCH; the one in flight is left to its attempt')
 
   const recorded = await repo.record([outcome(goneClaim!, { status: 410, error: 'x', succeeded: false, gone: true }), failure(teamClaim!)])
-  t.same(recorded.disabledSince.sort(), [gone.id, team.id].sort(), 'both endpoints are to be parked')
+  t.same(recorded.toPark.sort(), [gone.id, team.id].sort(), 'both endpoints may need parking')
   t.match(await deliveryRow(teamClaim!.id), { status: 'pending', attempts: 1 }, 'the failed attempt is recorded')
-  t.equal(await repo.park(recorded.disabledSince), 3, 'the gone endpoint’s two, and the team’s one that was in flight')
+  t.equal(await repo.park(recorded.toPark), 3, 'the gone endpoint’s two, and the team’s one that was in flight')
   const rows = await db.select().from(webhook_deliveries).where(sql`${webhook_deliveries.endpoint_id} in (${gone.id}, ${team.id})`)
   t.same(
     rows.filter((r) => r.id !== goneClaim!.id).map((r) => [r.status, r.next_attempt_at]),

@@ -90,10 +90,13 @@ export interface Recorded {
   /** Endpoints this record disabled, and why. */
   disabled: { id: string; reason: 'gone' | 'failing' }[]
   /**
-   * Endpoints of the recorded deliveries that are disabled (by this record, or while an attempt
-   * to them was in flight), whose pending deliveries are to be parked (parkDeliveries).
+   * The endpoints whose pending deliveries may need parking (parkDeliveries parks those of the
+   * ones disabled by the time it runs): those this record disabled, and those of every delivery
+   * it left pending. The record cannot tell which of the latter are disabled: the team may
+   * disable one (a PATCH) while the attempt is recorded, in a transaction this statement's
+   * snapshot does not see, and whose own park passed over the delivery this record held.
    */
-  disabledSince: string[]
+  toPark: string[]
 }
 
 /** Five days in which every attempt failed disable an endpoint (api-contract §10). */
@@ -189,22 +192,33 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
  * disabled endpoint's deliveries wait for it to be enabled, api-contract §10). The endpoints are
  * locked (FOR SHARE) and must still be disabled: enabling one (an UPDATE, which unparks them
  * in its transaction, unparkDeliveries) waits for this statement, or this statement waits for
- * it and then finds it enabled. Deliveries an attempt is holding are left to that attempt's
- * record (Recorded.disabledSince). Returns how many it parked.
+ * it and then finds it enabled; each endpoint is locked before it is read, so that a PATCH
+ * disabling it, not yet committed, is waited for and then seen. Deliveries an attempt is holding
+ * are left to that attempt's record, whose dispatcher parks them after it (Recorded.toPark): by
+ * its lease, or, for an attempt that outlived its lease and is being recorded right now, by its
+ * row's lock (SKIP LOCKED). A record locks the delivery, then its endpoint; a PATCH disabling
+ * the endpoint holds the endpoint when it parks: waiting here for the delivery would deadlock
+ * with that record. Returns how many it parked.
  */
 export async function parkDeliveries(db: Database, endpointIds: readonly string[]): Promise<number> {
   if (endpointIds.length === 0) return 0
   const rows = rowsOf(
     await db.execute(sql`
-      with waiting as (
-        select id from webhook_endpoints where id in (${sql.join(endpointIds.map((id) => sql`${id}`), sql`, `)}) and not enabled
+      with endpoint as (
+        select id, enabled from webhook_endpoints where id in (${sql.join(endpointIds.map((id) => sql`${id}`), sql`, `)})
         order by id
         for share
+      ), waiting as (
+        select id from endpoint where not enabled
+      ), parked as (
+        select d.id from webhook_deliveries d join waiting w on w.id = d.endpoint_id
+        where d.status = 'pending' and d.next_attempt_at is not null
+          and (d.claimed_until is null or d.claimed_until <= now())
+        for no key update of d skip locked
       )
       update webhook_deliveries d set next_attempt_at = null
-      from waiting w
-      where d.endpoint_id = w.id and d.status = 'pending' and d.next_attempt_at is not null
-        and (d.claimed_until is null or d.claimed_until <= now())
+      from parked p
+      where d.id = p.id
       returning d.id`),
   )
   return rows.length
@@ -281,7 +295,7 @@ export function dispatchRepo(db: Database) {
      * 202 promised (the endpoint answering 410 excepted: a disabled endpoint is sent nothing).
      */
     async record(outcomes: readonly Outcome[]): Promise<Recorded> {
-      if (outcomes.length === 0) return { deliveries: [], disabled: [], disabledSince: [] }
+      if (outcomes.length === 0) return { deliveries: [], disabled: [], toPark: [] }
       const input = JSON.stringify(
         outcomes.map((o) => ({
           id: o.id,
@@ -297,7 +311,7 @@ export function dispatchRepo(db: Database) {
       )
       // In the SET, d is the row as it was: its next attempt is no longer the one claimed.
       const retried = sql`(not o.gone and d.next_attempt_at <> o.due_at)`
-      const rows = rowsOf<{ kind: 'delivery' | 'endpoint' | 'disabled'; id: string; value: string }>(
+      const rows = rowsOf<{ kind: 'delivery' | 'endpoint' | 'pending'; id: string; value: string }>(
         await db.execute(sql`
           with outcome as (
             select * from json_to_recordset(${input}::json)
@@ -360,14 +374,13 @@ export function dispatchRepo(db: Database) {
           union all
           select 'endpoint', id, disabled_reason from endpoint where disabled
           union all
-          -- Disabled before this statement: by the team, or by another instance's record.
-          select distinct 'disabled', e.id, null from delivery d join webhook_endpoints e on e.id = d.endpoint_id where d.status = 'pending' and not e.enabled`),
+          select distinct 'pending', endpoint_id, null from delivery where status = 'pending'`),
       )
       const disabled = rows.filter((r) => r.kind === 'endpoint').map((r) => ({ id: r.id, reason: r.value as 'gone' | 'failing' }))
       return {
         deliveries: rows.filter((r) => r.kind === 'delivery').map((r) => ({ id: r.id, status: r.value as Recorded['deliveries'][number]['status'] })),
         disabled,
-        disabledSince: [...new Set([...disabled.map((e) => e.id), ...rows.filter((r) => r.kind === 'disabled').map((r) => r.id)])],
+        toPark: [...new Set([...disabled.map((e) => e.id), ...rows.filter((r) => r.kind === 'pending').map((r) => r.id)])],
       }
     },
 
@@ -388,7 +401,7 @@ export function dispatchRepo(db: Database) {
       return row?.on !== false
     },
 
-    /** parkDeliveries, once a record has found endpoints disabled (Recorded.disabledSince). */
+    /** parkDeliveries, after a record (Recorded.toPark). */
     park: (endpointIds: readonly string[]) => parkDeliveries(db, endpointIds),
 
     /** Lets claims go without an attempt recorded (a shutdown): due again at once, for any instance. */
