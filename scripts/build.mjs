@@ -1,16 +1,14 @@
-// npm run build: the server and the admin CLI as plain JavaScript in dist/, file for file, for
-// `npm start` and `npm run admin`. Running compiled code instead of transpiling at load time
-// (tsx) starts faster and keeps about 90 MB less resident (no loader thread, no source maps): the
-// CLI, which an operator runs command after command, takes half the time (about 1.5 s against
-// 2.7 s here). esbuild only strips the types, in a fraction of a second; `npm run typecheck` (and
-// CI) is where the types are checked. Tests and the other scripts keep running the TypeScript
-// sources under tsx.
+// npm run build: the server as plain JavaScript in dist/, file for file, for `npm start`.
+// Running compiled code instead of transpiling at load time (tsx) starts faster and keeps about
+// 90 MB less resident (no loader thread, no source maps). esbuild only strips the types, in a
+// fraction of a second; `npm run typecheck` (and CI) is where the types are checked.
+// Tests and the other scripts keep running the TypeScript sources under tsx.
 import { readdirSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 
 const SOURCES = ['src', 'generated']
-const EXTRA = ['scripts/admin.ts', 'scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
+const EXTRA = ['scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
 
 function typescriptFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

@@ -91,6 +91,13 @@ async function start(): Promise<void> {
     await database.migrate()
     // A write that makes deliveries due wakes this instance's dispatcher once it has committed.
     app = await buildApp(config, database, { deliveriesDue: () => dispatcher?.wake() })
+    // From the moment the port opens (before the demo project and the background jobs below
+    // exist), a SIGTERM or SIGINT drains the server, as at any other time, instead of the default
+    // action, which kills it in the middle of what it serves. Registered before listen(), since
+    // "Server listening" is printed an event-loop turn before listen() returns. Until here the
+    // default action stands: nothing is served yet, and a start waiting on an unreachable
+    // database stops at once.
+    closeWithGrace({ delay: 10_000 }, shutDown)
     await app.listen({ port: config.port, host: config.host })
     if (config.webhookDispatch) {
       dispatcher = startWebhookDispatcher({
@@ -120,20 +127,23 @@ async function start(): Promise<void> {
   }
 }
 
-const starting = start()
-
-// Registered before the start, not after it: the port is open before the demo project and the
-// background jobs exist, and a SIGTERM or SIGINT that comes meanwhile would otherwise be the
-// default one, which kills the process in the middle of what it serves. It waits for the start
-// to finish, then drains as at any other time (close-with-grace bounds both by its delay).
-closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
-  await starting.catch(() => undefined)
-  if (err) app ? app.log.error({ err }, 'shutting down after an error') : process.stderr.write(`${err.stack ?? err}\n`)
-  else app?.log.info({ signal }, 'shutting down')
+/**
+ * close-with-grace's handler, registered as the server starts to listen. A signal lets the rest
+ * of the start (listening, then a few statements) finish first, so that nothing is stopped half
+ * made; an error does not wait. close-with-grace's 10 s delay bounds it all.
+ */
+async function shutDown({ err, signal }: { err?: Error; signal?: string }): Promise<void> {
+  if (err) {
+    app!.log.error({ err }, 'shutting down after an error')
+  } else {
+    await starting.catch(() => undefined)
+    app!.log.info({ signal }, 'shutting down')
+  }
   // The dispatcher's in-flight attempts finish (or are given back) within its drain, under this
   // 10 s; a job's run in progress finishes too, before the pool closes.
-  await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
-  await database?.close()
-})
+  await Promise.all([app!.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
+  await database!.close()
+}
 
+const starting = start()
 await starting
