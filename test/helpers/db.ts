@@ -1,6 +1,6 @@
-// One database per test process (tap runs each file in its own process): in-memory PGlite by
-// default, or PostgreSQL when DATABASE_URL is set. Tests never truncate or share rows: each
-// makes its own project.
+// One database per test process (a folder's test files share one: test/helpers/folder-suite.ts):
+// in-memory PGlite by default, or PostgreSQL when DATABASE_URL is set. Tests never truncate or
+// share rows: each makes its own project.
 import { and, eq, gt, sql, type SQLWrapper } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
@@ -133,7 +133,7 @@ export async function postgresTestUrl(): Promise<string> {
 function assertReliabilityTest(): void {
   const file = process.argv[1] ?? ''
   if (file.startsWith(join(root, 'test/')) && !file.startsWith(join(root, 'test/reliability/'))) {
-    throw new Error(`${file.slice(root.length)} needs PostgreSQL itself: such a test belongs in test/reliability/, which runs once, in the PostgreSQL pass`)
+    throw new Error(`a test run by ${file.slice(root.length)} needs PostgreSQL itself: such a test belongs in test/reliability/, which runs once, in the PostgreSQL pass`)
   }
 }
 

@@ -29,34 +29,35 @@ export function ownProcessFiles(): Set<string> {
 
 /**
  * What makes a file need a process of its own: a hook, plan or timeout set on tap's root (it would
- * apply to every file after it in the process).
+ * apply to every file after it in the process), or a top-level `await t.test(...)`, which would
+ * wait for a subtest queued behind the file's own loading subtest, for ever.
  */
-const PROCESS_WIDE = /^t\.(before|beforeEach|after|afterEach|setTimeout|plan|jobs)\b/m
+const PROCESS_WIDE = /^(?:await )?t\.(?:before|beforeEach|after|afterEach|setTimeout|plan|jobs)\b|^await t\.test\b/m
 
 /** The test files runFolder runs for test/<folder>, in order. */
 export function folderFiles(folder: string): string[] {
   const own = ownProcessFiles()
   return readdirSync(join(root, 'test', folder), { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts') && entry.name !== 'index.test.ts')
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
     .map((entry) => relative(root, join(entry.parentPath, entry.name)))
-    .filter((file) => !own.has(file))
+    .filter((file) => file !== `test/${folder}/index.test.ts` && !own.has(file))
     .sort()
 }
 
 /** Runs every test file of test/<folder> that .taprc does not list, in this process. */
 export async function runFolder(folder: string): Promise<void> {
-  const files = folderFiles(folder)
-  // tap's timeout (.taprc) is per process: each file keeps its own budget.
-  t.setTimeout(files.length * Number(process.env.TAP_TIMEOUT ?? 120) * 1000)
-  for (const file of files) {
+  // tap's timeout (.taprc) is per process: set again as each file starts, it is each file's own.
+  const perFile = Number(process.env.TAP_TIMEOUT ?? 120) * 1000
+  for (const file of folderFiles(folder)) {
     // Each file is loaded in a subtest named after it, which fails if its module throws. Its tests
     // are queued on tap's root meanwhile, after that subtest, so they run before the next file is
     // loaded; and the root is never idle between files (an idle root ends itself once a teardown
     // is registered).
     await t.test(file, async () => {
+      t.setTimeout(perFile)
       const processWide = PROCESS_WIDE.exec(readFileSync(join(root, file), 'utf8'))
       if (processWide) {
-        throw new Error(`${file} sets ${processWide[0]}(…) on tap's root, which would apply to the other files of its folder: list it in .taprc's include, where it runs in a process of its own`)
+        throw new Error(`${file} calls ${processWide[0]}(…) on tap's root at its top level, which would apply to the other files of its folder or wait for ever: list it in .taprc's include, where it runs in a process of its own`)
       }
       await import(pathToFileURL(join(root, file)).href)
     })

@@ -29,7 +29,7 @@ let isolated: Promise<DbHandle> | undefined
 /** The database of these tests: the process's PGlite, or a PostgreSQL database of the file's own when DATABASE_URL is set. */
 export function webhookDatabase(): Promise<DbHandle> {
   if (process.argv[1]?.endsWith('/index.test.ts')) {
-    throw new Error("a test that claims deliveries needs a database of its file's own: list its file in .taprc's include, where it runs in a process of its own")
+    throw new Error("these helpers work in a database of the file's own (a dispatcher claims every due delivery of its database): list the file in .taprc's include, where it runs in a process of its own")
   }
   if (!process.env.DATABASE_URL) return testDatabase()
   isolated ??= (async () => {

@@ -3,7 +3,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import t from 'tap'
-import { folderFiles, ownProcessFiles } from '../helpers/folder-suite.js'
+import { parse } from 'yaml'
+import { FOLDER_INDEXES, folderFiles, ownProcessFiles } from '../helpers/folder-suite.js'
 
 const root = new URL('../..', import.meta.url).pathname
 const testFiles = readdirSync(join(root, 'test'), { recursive: true, withFileTypes: true })
@@ -11,6 +12,8 @@ const testFiles = readdirSync(join(root, 'test'), { recursive: true, withFileTyp
   .map((entry) => relative(root, join(entry.parentPath, entry.name)))
 
 t.test('every test file is in a folder of test/, run by its index or by tap itself', async (t) => {
+  const { include } = parse(readFileSync(join(root, '.taprc'), 'utf8')) as { include: string[] }
+  t.ok(include.includes(FOLDER_INDEXES), `.taprc's include runs the folders' indexes (${FOLDER_INDEXES})`)
   const own = ownProcessFiles()
   const runs = new Map<string, string[]>()
   const ran = (file: string, by: string) => runs.set(file, [...(runs.get(file) ?? []), by])
@@ -22,7 +25,7 @@ t.test('every test file is in a folder of test/, run by its index or by tap itse
     for (const file of folderFiles(folder)) ran(file, index)
   }
   for (const file of testFiles) {
-    if (file.endsWith('/index.test.ts')) continue
+    if (/^test\/[^/]+\/index\.test\.ts$/.test(file)) continue
     t.equal(dirname(file) === 'test', false, `${file} is in a folder of test/`)
     t.equal(runs.get(file)?.length, 1, `${file} runs once a pass (by ${runs.get(file)?.join(' and ') ?? 'nothing'})`)
   }
