@@ -121,8 +121,7 @@ async function start(): Promise<void> {
     const problem = setupProblem(error, config)
     if (!problem) throw error
     process.stderr.write(`Cannot start: ${problem}\n`)
-    await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
-    await database?.close()
+    await closeAll()
     process.exit(1)
   }
 }
@@ -139,10 +138,17 @@ async function shutDown({ err, signal }: { err?: Error; signal?: string }): Prom
     await starting.catch(() => undefined)
     app!.log.info({ signal }, 'shutting down')
   }
-  // The dispatcher's in-flight attempts finish (or are given back) within its drain, under this
-  // 10 s; a job's run in progress finishes too, before the pool closes.
-  await Promise.all([app!.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
-  await database!.close()
+  await closeAll()
+}
+
+/**
+ * Closes what the start has made so far. The dispatcher's in-flight attempts finish (or are given
+ * back) within its drain, under close-with-grace's 10 s; a job's run in progress finishes too,
+ * before the pool closes.
+ */
+async function closeAll(): Promise<void> {
+  await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
+  await database?.close()
 }
 
 const starting = start()

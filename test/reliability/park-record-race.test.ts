@@ -10,16 +10,10 @@
 import t from 'tap'
 import { dispatchRepo } from '../../src/db/repos/dispatch.js'
 import { call } from '../helpers/app.js'
-import { HOOK_URL, sendTest } from '../webhooks/helpers.js'
-import { pgApp, proProject, raceConnections } from './fixtures/pg.js'
+import { endpointWithDelivery, raceConnections } from './fixtures/pg.js'
 
 t.test("disabling an endpoint while a late attempt's record holds one of its deliveries: 200, and no deadlock", async (t) => {
-  const { app, handle, applicationName } = await pgApp(t, { label: 'park-race', poolSize: 4 })
-  const { key } = await proProject(handle.db, 'Park race')
-  const endpoint = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL } })
-  t.equal(endpoint.status, 201)
-  const endpointId = endpoint.json.data.id as string
-  const delivery = await sendTest(t, app, key, endpointId)
+  const { app, applicationName, key, endpointId, delivery } = await endpointWithDelivery(t, 'park-race')
   const { other, lockWaits } = raceConnections(t)
   // An attempt claimed more than 60 s ago whose lease has run out: the park may take its delivery.
   await other`update webhook_deliveries set claim_token = 'late-attempt', claimed_until = now() - interval '1 second' where id = ${delivery.id}`
@@ -41,12 +35,8 @@ t.test("disabling an endpoint while a late attempt's record holds one of its del
 })
 
 t.test("after a record, the park waits for a PATCH disabling the endpoint at that moment, and parks what the PATCH's park passed over", async (t) => {
-  const { app, handle, applicationName } = await pgApp(t, { label: 'park-after-record', poolSize: 4 })
-  const { key } = await proProject(handle.db, 'Park after record')
-  const endpoint = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL } })
-  const endpointId = endpoint.json.data.id as string
-  // As the late attempt's record left it: pending, due again later.
-  const delivery = await sendTest(t, app, key, endpointId)
+  // The delivery as the late attempt's record left it: pending, due again later.
+  const { handle, applicationName, endpointId, delivery } = await endpointWithDelivery(t, 'park-after-record')
   const { other, lockWaits } = raceConnections(t)
   await other`update webhook_deliveries set attempts = 1, next_attempt_at = now() + interval '5 seconds' where id = ${delivery.id}`
 

@@ -4,16 +4,10 @@
 // endpoint_disabled, the delivery left parked. (The single-connection PGlite cannot race them.)
 import t from 'tap'
 import { call } from '../helpers/app.js'
-import { HOOK_URL, sendTest } from '../webhooks/helpers.js'
-import { pgApp, proProject, raceConnections } from './fixtures/pg.js'
+import { endpointWithDelivery, raceConnections } from './fixtures/pg.js'
 
 t.test('a retry racing the disabling of its endpoint is refused, and leaves the delivery parked', async (t) => {
-  const { app, handle, applicationName } = await pgApp(t, { label: 'retry-race', poolSize: 4 })
-  const { key } = await proProject(handle.db, 'Retry race')
-  const endpoint = await call(t, app, { method: 'POST', url: '/v1/webhook-endpoints', key, body: { url: HOOK_URL } })
-  t.equal(endpoint.status, 201)
-  const endpointId = endpoint.json.data.id as string
-  const delivery = await sendTest(t, app, key, endpointId)
+  const { app, applicationName, key, endpointId, delivery } = await endpointWithDelivery(t, 'retry-race')
 
   const { other, lockWaits } = raceConnections(t)
   let retried: Promise<Awaited<ReturnType<typeof call>>> | undefined
