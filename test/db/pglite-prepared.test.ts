@@ -151,7 +151,11 @@ t.test('a transaction or statement as the very first call waits for PGlite to be
       first === 'transaction'
         ? db.transaction((tx) => tx.query<{ one: number }>('select 1 as one'))
         : db.query<{ one: number }>('select 1 as one')
-    const settled = await Promise.race([answer.then((r) => r.rows), new Promise((resolve) => setTimeout(resolve, 60_000, 'still waiting after 60 s'))])
+    // Cleared once the answer wins: a pending timer would keep this process alive for its 60 s.
+    let timer: NodeJS.Timeout | undefined
+    const stillWaiting = new Promise((resolve) => (timer = setTimeout(resolve, 60_000, 'still waiting after 60 s')))
+    const settled = await Promise.race([answer.then((r) => r.rows), stillWaiting])
+    clearTimeout(timer)
     t.same(settled, [{ one: 1 }], `a ${first} first`)
   }
 })

@@ -73,7 +73,10 @@ export function start(dataDir: string | NodeJS.ProcessEnv, port: number, until =
         resolve({ child, stdout: () => out })
       }
     })
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)))
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code}:\n${out}`))
+    })
   })
 }
 
