@@ -15,7 +15,7 @@
 //   BENCH_ONLY          a regular expression: only scenarios whose name matches (development)
 //   BENCH_SKIP_PGLITE   1 to skip the PGlite part
 //   BENCH_HOOK_RATE     writes a second while write-to-delivery latency is measured, default 200
-//   BENCH_CPU_PROF      a directory: the API servers run under node --cpu-prof and leave their profiles there
+//   BENCH_CPU_PROF      a directory: the servers run under node --cpu-prof and leave their profiles there
 import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -174,12 +174,19 @@ function startArgs(): string[] {
   return match[1]!.split(' ')
 }
 
+/** With BENCH_CPU_PROF, a server leaves its CPU profile there, named after it and its start. */
+let profiles = 0
+function profileArgs(name: string): string[] {
+  if (!cpuProfDir) return []
+  mkdirSync(cpuProfDir, { recursive: true })
+  return ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${++profiles}-${name.replace(/\W+/g, '-')}.cpuprofile`]
+}
+
 async function startApi(name: string, dbEnv: Record<string, string>): Promise<Server> {
   const port = await freePort()
-  if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true })
   const server = await startServer({
     name,
-    args: [...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []), ...startArgs()],
+    args: [...profileArgs(name), ...startArgs()],
     cwd: root,
     env: serverEnv({ ...dbEnv, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: RATE_LIMIT }),
     port,
@@ -193,7 +200,7 @@ async function startMinimal(sql: { getEntry: string; page: string }): Promise<Se
   const port = await freePort()
   const server = await startServer({
     name: 'minimal',
-    args: ['dist/scripts/bench/minimal-server.js'],
+    args: [...profileArgs('minimal'), 'dist/scripts/bench/minimal-server.js'],
     cwd: root,
     env: serverEnv({
       DATABASE_URL: databaseUrl,
