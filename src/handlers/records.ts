@@ -2,11 +2,12 @@
 import type { components } from '../../generated/api.js'
 import type { EntryView } from '../db/repos/changelog.js'
 import type { ApiKeyRow, ProjectRow } from '../db/repos/projects.js'
+import { isoString } from '../domain/iso-time.js'
 
 export type Schemas = components['schemas']
 
-export const iso = (date: Date): string => date.toISOString()
-export const isoOrNull = (date: Date | null): string | null => (date ? date.toISOString() : null)
+export const iso = isoString
+export const isoOrNull = (date: Date | null): string | null => (date ? isoString(date) : null)
 
 export function projectRecord(row: ProjectRow): Schemas['Project'] {
   return { id: row.id, name: row.name, plan: row.plan, beta_enabled: row.beta_enabled, created_at: iso(row.created_at) }
