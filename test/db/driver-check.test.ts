@@ -11,6 +11,7 @@ import t, { type Test } from 'tap'
 import { parsePatch } from '../../patches/apply.mjs'
 import { SetupError } from '../../src/config.js'
 import { assertPatchedDriver, driverProblems, installedDriverDir, PATCH_CHANGES, PATCHED_VERSION } from '../../src/db/driver-check.js'
+import { asUserRuns } from '../helpers/server.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const patchFile = join(root, 'patches', `postgres+${PATCHED_VERSION}.patch`)
@@ -42,7 +43,7 @@ function thrown(fn: () => void): unknown {
 }
 
 /** `node patches/apply.mjs` in `project`, as npm's postinstall runs it (no dev dependencies there). */
-const install = (project: string) => spawnSync(process.execPath, [join(project, 'patches', 'apply.mjs')], { cwd: project, encoding: 'utf8' })
+const install = (project: string) => spawnSync(...asUserRuns(process.execPath, [join(project, 'patches', 'apply.mjs')]), { cwd: project, encoding: 'utf8' })
 
 t.test('the installed driver is the patched one, and every place names the same version', async (t) => {
   t.same(driverProblems(), [])
@@ -118,7 +119,7 @@ t.test('the server refuses to start on an unpatched driver: one line on stderr, 
   for (const entry of readdirSync(join(root, 'node_modules'))) {
     if (entry !== 'postgres') symlinkSync(join(root, 'node_modules', entry), join(project, 'node_modules', entry))
   }
-  const server = spawnSync(process.execPath, ['--preserve-symlinks', '--preserve-symlinks-main', '--import', 'tsx', join(project, 'src', 'server.ts')], {
+  const server = spawnSync(...asUserRuns(process.execPath, ['--preserve-symlinks', '--preserve-symlinks-main', '--import', 'tsx', join(project, 'src', 'server.ts')]), {
     cwd: project,
     encoding: 'utf8',
     timeout: 60_000,
