@@ -19,10 +19,12 @@ export interface Position {
 const VERSION = 1
 /** The most rows a page may have before it: `Pagination.offset`'s maximum in openapi.yaml. */
 export const MAX_OFFSET = 2_147_483_647
-// Every instant a four-digit ISO year can name, so that any row the database returns makes a
-// cursor that is accepted back (inputs are narrower, 1000 to 9999, but rows written before that
-// rule, or by hand, may not be). `Date.UTC` maps years 0..99 to 1900..1999: hence the strings.
-const MIN_TIME = Date.parse('0000-01-01T00:00:00.000Z')
+// Every instant of the years 1 to 9999, so that any row the database returns makes a cursor
+// that is accepted back (inputs are narrower, 1000 to 9999, but rows written before that rule,
+// or by hand, may not be). Not the year 0000: ISO's year 0 is PostgreSQL's 1 BC, which it does
+// not read in ISO form, so a cursor there failed its list's query (a 500, not a 400). `Date.UTC`
+// maps years 0..99 to 1900..1999: hence the strings.
+const MIN_TIME = Date.parse('0001-01-01T00:00:00.000Z')
 const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z')
 
 export function encodeCursor(scope: string, position: Position): string {
