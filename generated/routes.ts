@@ -942,8 +942,15 @@ export const routes: RouteSpec[] = [
         "additionalProperties": false,
         "properties": {}
       },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "No fields. The body may be omitted, or be `{}`.",
+        "properties": {}
+      },
       "response": {}
-    }
+    },
+    "bodyOptional": true
   },
   {
     "operationId": "listBetaTesters",
@@ -1771,8 +1778,15 @@ export const routes: RouteSpec[] = [
         "additionalProperties": false,
         "properties": {}
       },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "No fields. The body may be omitted, or be `{}`.",
+        "properties": {}
+      },
       "response": {}
-    }
+    },
+    "bodyOptional": true
   },
   {
     "operationId": "listBetaFeedback",
@@ -2815,8 +2829,15 @@ export const routes: RouteSpec[] = [
           }
         }
       },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "No fields. The body may be omitted, or be `{}`.",
+        "properties": {}
+      },
       "response": {}
-    }
+    },
+    "bodyOptional": true
   },
   {
     "operationId": "listWebhookEndpoints",
@@ -3490,8 +3511,15 @@ export const routes: RouteSpec[] = [
         "additionalProperties": false,
         "properties": {}
       },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "No fields. The body may be omitted, or be `{}`.",
+        "properties": {}
+      },
       "response": {}
-    }
+    },
+    "bodyOptional": true
   },
   {
     "operationId": "rotateWebhookEndpointSecret",
@@ -6315,8 +6343,15 @@ export const routes: RouteSpec[] = [
         "additionalProperties": false,
         "properties": {}
       },
+      "body": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "No fields. The body may be omitted, or be `{}`.",
+        "properties": {}
+      },
       "response": {}
-    }
+    },
+    "bodyOptional": true
   },
   {
     "operationId": "getOperatorOpenApiJson",

@@ -359,9 +359,10 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
     // The beta feature off, under /v1/beta; the free plan, for writes elsewhere (guard.ts).
     const refusedKey = route.security !== 'ApiKey' ? undefined : route.tag === 'beta' ? noBetaKey : route.method !== 'GET' ? freeKey : undefined
     if (pending(403) && refusedKey) await observer.send({ ...request, token: refusedKey, expect: 403 })
-    // A missing id, with a body that succeeded (a body the operation refuses would be a 400 first).
+    // A missing id, with a body that succeeded (a body the operation refuses would be a 400 first),
+    // or none where the operation's body is optional.
     const missing = missingPath(route, sample.path)
-    const bodyKnown = requestMediaType(route.operationId) === undefined || Object.keys(sample.sent).length > 0
+    const bodyKnown = requestMediaType(route.operationId) === undefined || route.bodyOptional === true || Object.keys(sample.sent).length > 0
     if (pending(404) && missing && bodyKnown) await observer.send({ ...request, path: missing, token: tokenFor(route, key), expect: 404 })
   }
 

@@ -79,6 +79,10 @@ const WRITES: Partial<Record<RouteSpec['operationId'], Json[]>> = {
   rotateWebhookEndpointSecret: [{}],
   testWebhookEndpoint: [{}],
   retryWebhookDelivery: [{}],
+  deleteBetaProgram: [{}],
+  deleteBetaTester: [{}],
+  deleteChangelogEntry: [{}],
+  deleteWebhookEndpoint: [{}],
 }
 
 const idParams = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
