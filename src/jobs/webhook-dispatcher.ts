@@ -16,8 +16,9 @@
 //
 // At most `concurrency` attempts at once on this instance, and on all instances together
 // `perEndpoint` to any one endpoint (`perFailingEndpoint` to one whose attempts fail) and
-// `perProject` to one project's endpoints, so that an endpoint that hangs holds a few slots for
-// its 10 s, not all of them, and a tenant's endpoints never hold up everyone else's. Outcomes
+// `perProject` to one project's endpoints (but one to any endpoint with none in flight), so that
+// an endpoint that hangs holds a few slots for its 10 s, not all of them, neither its project's
+// nor everyone's, and a tenant's endpoints never hold up everyone else's. Outcomes
 // are recorded in batches: whatever ended while the previous record was being written goes in
 // the next one statement.
 import type { FastifyBaseLogger } from 'fastify'

@@ -229,6 +229,23 @@ t.test('per project: at most perProject in flight over all its endpoints, each e
   t.equal((await claimFor(endpoints, limits)).length, 1, 'one more once one has ended')
 })
 
+t.test('an endpoint with nothing in flight gets one attempt, though its project’s others hold all of its room', async (t) => {
+  // An endpoint that hangs holds its project's every slot for 10 s before its attempts fail; its
+  // siblings' events waited for them, past the contract's 2 s (found by an outside review).
+  const hanging = await createEndpoint('https://hooks.example.com/hangs')
+  for (let i = 0; i < 10; i++) await recordEvent(hanging)
+  const limits = { perEndpoint: 8, perProject: 8 }
+  t.equal((await claimFor([hanging], limits)).length, 8, 'the hanging endpoint takes the project’s eight')
+  const healthy = await createEndpoint('https://hooks.example.com/healthy', { projectId: hanging.project_id })
+  for (let i = 0; i < 3; i++) await recordEvent(healthy)
+  const [first, ...more] = await claimFor([hanging, healthy], limits)
+  t.equal(first?.endpointId, healthy.id, 'one for the idle sibling')
+  t.same(more, [], 'and only one: the project is over its room')
+  t.same(await claimFor([hanging, healthy], limits), [], 'none more while it is in flight')
+  await repo.record([outcome(first!, {})])
+  t.same((await claimFor([hanging, healthy], limits)).map((c) => c.endpointId), [healthy.id], 'the next once it has ended')
+})
+
 t.test('a batch takes every endpoint’s first delivery before any endpoint’s second, whatever their due times', async (t) => {
   await nothingElseDue()
   const backlog = await createEndpoint('https://hooks.example.com/backlog')

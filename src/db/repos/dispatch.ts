@@ -131,7 +131,9 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
       from waiting w
       where w.endpoint_id is not null
     ), ready as (
-      -- Those with room: enabled, and under their limit and their project's.
+      -- Those with room: enabled, under their limit, and under their project's or idle (an
+      -- endpoint with nothing in flight may always have one attempt, so that one of the
+      -- project's endpoints that hangs cannot hold up the others).
       select e.id, e.project_id, coalesce(b.n, 0) as endpoint_busy, coalesce(p.n, 0) as project_busy, l.endpoint_limit
       from waiting w
       join webhook_endpoints e on e.id = w.endpoint_id
@@ -140,7 +142,7 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
       ) l
       left join busy b on b.endpoint_id = e.id
       left join project_busy p on p.project_id = e.project_id
-      where e.enabled and coalesce(b.n, 0) < l.endpoint_limit and coalesce(p.n, 0) < ${options.perProject}::int
+      where e.enabled and coalesce(b.n, 0) < l.endpoint_limit and (coalesce(p.n, 0) < ${options.perProject}::int or b.n is null)
     ), endpoint_place as (
       -- Each one's soonest due deliveries, as many as it has room for.
       select r.project_id, r.project_busy, d.id, d.next_attempt_at,
@@ -151,7 +153,7 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
         where d.endpoint_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
           and (d.claimed_until is null or d.claimed_until <= now()) and ${projectSends}
         order by d.next_attempt_at
-        limit least(r.endpoint_limit - r.endpoint_busy, ${options.perProject}::int - r.project_busy)
+        limit greatest(least(r.endpoint_limit - r.endpoint_busy, ${options.perProject}::int - r.project_busy), case when r.endpoint_busy = 0 then 1 else 0 end)
       ) d
     ), project_place as (
       -- A project's room goes to its endpoints' first places first.
@@ -159,8 +161,9 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
         project_busy + row_number() over (partition by project_id order by place, next_attempt_at, id) as project_place
       from endpoint_place
     ), candidate as (
+      -- Within the project's room, and the first place of an idle endpoint whatever the room.
       select id from project_place
-      where project_place <= ${options.perProject}::int
+      where project_place <= ${options.perProject}::int or place = 1
       order by place, next_attempt_at, id
       limit ${options.limit}
     ), locked as (
@@ -246,7 +249,10 @@ export function dispatchRepo(db: Database) {
      * flight (claims younger than `attemptMs`, on every instance) are limited per endpoint
      * (`perEndpoint`, `perFailingEndpoint` while it is failing) and per project (`perProject`),
      * so that a few endpoints that hang, or a tenant with many, hold a few of the slots and never
-     * all of them. Rows that another instance is claiming or recording at this moment are
+     * all of them. An endpoint with nothing in flight may have one attempt whatever its project
+     * holds: one endpoint that hangs (8 attempts of 10 s before it counts as failing) would
+     * otherwise hold its project's every slot, and its healthy siblings' events past the
+     * contract's 2 s. A project then holds at most perProject plus one per endpoint (ten). Rows that another instance is claiming or recording at this moment are
      * skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED: the lock the claim's UPDATE
      * takes anyway).
      *
