@@ -1781,8 +1781,9 @@ export interface components {
              *     off the request's path, and writes what it noted every 10 seconds; a key's row is
              *     written at most once a minute, whichever instance writes it. So while the key is in
              *     use the value may trail its latest request by a minute or a little more, and once
-             *     requests stop it settles on the exact time of the last one (within three minutes).
-             *     It is always the time of a real request of the key. `null` until the key is first
+             *     requests stop it settles on the exact time of the last one (within three minutes;
+             *     a use that an instance had not written when it stopped is written by the next
+             *     instance running or started). It is always the time of a real request of the key. `null` until the key is first
              *     used.
              */
             last_used_at: components["schemas"]["Timestamp"] | null;

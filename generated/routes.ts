@@ -5890,7 +5890,7 @@ export const routes: RouteSpec[] = [
                     ]
                   },
                   "last_used_at": {
-                    "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes).\nIt is always the time of a real request of the key. `null` until the key is first\nused.\n",
+                    "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes;\na use that an instance had not written when it stopped is written by the next\ninstance running or started). It is always the time of a real request of the key. `null` until the key is first\nused.\n",
                     "oneOf": [
                       {
                         "type": "string",
@@ -6099,7 +6099,7 @@ export const routes: RouteSpec[] = [
                   ]
                 },
                 "last_used_at": {
-                  "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes).\nIt is always the time of a real request of the key. `null` until the key is first\nused.\n",
+                  "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes;\na use that an instance had not written when it stopped is written by the next\ninstance running or started). It is always the time of a real request of the key. `null` until the key is first\nused.\n",
                   "oneOf": [
                     {
                       "type": "string",
@@ -6276,7 +6276,7 @@ export const routes: RouteSpec[] = [
                   ]
                 },
                 "last_used_at": {
-                  "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes).\nIt is always the time of a real request of the key. `null` until the key is first\nused.\n",
+                  "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path, and writes what it noted every 10 seconds; a key's row is\nwritten at most once a minute, whichever instance writes it. So while the key is in\nuse the value may trail its latest request by a minute or a little more, and once\nrequests stop it settles on the exact time of the last one (within three minutes;\na use that an instance had not written when it stopped is written by the next\ninstance running or started). It is always the time of a real request of the key. `null` until the key is first\nused.\n",
                   "oneOf": [
                     {
                       "type": "string",

@@ -153,6 +153,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   const guard = makeGuard(ctx, limits)
   const keyUsage = makeKeyUsage({
     write: (uses) => ctx.repos.projects.recordKeyUse(uses),
+    defer: (uses) => ctx.repos.projects.deferKeyUses(uses),
+    takeDeferred: () => ctx.repos.projects.takeDeferredKeyUses(),
     log: app.log,
     now: options.now,
     ...options.keyUsage,

@@ -50,6 +50,18 @@ export const api_keys = pgTable(
   ],
 )
 
+/**
+ * Uses of a key that an instance noted but could not write before it stopped (the key's row was
+ * written less than a minute earlier): handed over here, one row per key with its latest use,
+ * and taken back into memory by the next flush of any instance (http/key-usage.ts).
+ */
+export const api_key_deferred_uses = pgTable('api_key_deferred_uses', {
+  key_id: text('key_id')
+    .primaryKey()
+    .references(() => api_keys.id, { onDelete: 'cascade' }),
+  used_at: timestamptz('used_at').notNull(),
+})
+
 export const beta_programs = pgTable(
   'beta_programs',
   {

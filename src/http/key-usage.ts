@@ -11,8 +11,10 @@
 // than the stored one, so the value never goes back, and it is always the time of a real
 // request (as the clock of the instance that served it saw it: instances keep NTP time).
 // A use that was not written (its minute not over) stays in its instance's map, and is tried
-// at every flush until it is written or a later use is stored: no use is lost, so once
-// requests stop, the value settles on the exact time of the last one.
+// at every flush until it is written or a later use is stored. An instance that stops with such
+// uses hands them to the database (api_key_deferred_uses, which writes no api_keys row), and
+// the next flush of any instance takes them back as its own. No use is lost to a graceful stop,
+// so once requests stop, the value settles on the exact time of the last one.
 // How far it trails, with I the flush interval (10 s by default): a request on A at time u is
 // in A's map at once, and A's next flush, by u + I, writes it, unless the row was written in
 // the minute before, at w > u + I - 60; A then writes it at its first flush after w + 60, by
@@ -35,6 +37,10 @@ const KEY_USAGE_MAX_KEYS = 10_000
 export interface KeyUsageOptions {
   /** Writes the uses; returns the keys whose use is still to be written (the minute is not over). */
   write(uses: KeyUse[]): Promise<{ pending: string[] }>
+  /** Hands over, as the app closes, the uses that are still to be written. */
+  defer(uses: KeyUse[]): Promise<void>
+  /** Takes back what instances that stopped handed over (defer), at the start of each flush. */
+  takeDeferred(): Promise<KeyUse[]>
   log: FastifyBaseLogger
   now?: () => number
   intervalMs?: number
@@ -46,7 +52,7 @@ export interface KeyUsage {
   record(keyHash: string): void
   /** Writes what was noted; never throws (a failure is logged once and retried at the next flush). */
   flush(): Promise<void>
-  /** Stops the timer and flushes once more. */
+  /** Stops the timer, flushes once more, and hands over what is still to be written. */
   close(): Promise<void>
 }
 
@@ -65,12 +71,19 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
     }
   }
 
+  const asUses = (uses: Map<string, number>): KeyUse[] => [...uses].map(([keyHash, at]) => ({ keyHash, usedAt: new Date(at) }))
+
   async function write(): Promise<void> {
-    if (noted.size === 0) return
     const batch = noted
     noted = new Map()
     try {
-      const { pending } = await options.write([...batch].map(([keyHash, at]) => ({ keyHash, usedAt: new Date(at) })))
+      // What stopped instances handed over joins this instance's own uses; the later use wins.
+      for (const { keyHash, usedAt } of await options.takeDeferred()) {
+        const mine = batch.get(keyHash)
+        if (mine === undefined || mine < usedAt.getTime()) batch.set(keyHash, usedAt.getTime())
+      }
+      if (batch.size === 0) return
+      const { pending } = await options.write(asUses(batch))
       keep(pending.map((keyHash) => [keyHash, batch.get(keyHash)!]))
       if (failing) options.log.info('API key uses are recorded again')
       failing = false
@@ -100,6 +113,13 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
       clearInterval(timer)
       await running
       await flush()
+      if (noted.size === 0) return
+      try {
+        await options.defer(asUses(noted))
+        noted = new Map()
+      } catch (error) {
+        options.log.warn({ code: sqlState(error) }, 'could not hand over the API key uses not yet recorded (last_used_at) as the server stops')
+      }
     },
   }
 }

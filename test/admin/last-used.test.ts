@@ -89,3 +89,36 @@ t.test('the uses noted are written when the app closes', async (t) => {
   ) as { last_used_at: string | Date }[]
   t.equal(new Date(row!.last_used_at).toISOString(), new Date(clock.now).toISOString())
 })
+
+t.test('a use an app could not write before it closed (its minute not over) is written by the next app', async (t) => {
+  // A graceful stop (a deploy) dropped such a use: last_used_at stayed on the use before it,
+  // for good (found by an outside review). Two apps of their own, one after the other, as a
+  // restart runs them (testApp's are shared, and never closed by a test).
+  const clock = { now: Date.now() - 10_000 }
+  const { buildApp } = await import('../../src/app.js')
+  const { defaults } = await import('../../src/config.js')
+  const ownApp = async () =>
+    buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000 }, await testDatabase(), {
+      now: () => clock.now,
+      keyUsage: { intervalMs: HOUR },
+    })
+  const first = await ownApp()
+  const p = await project(t, first)
+  const usedAt = clock.now
+  t.equal((await call(t, first, { url: '/v1/changelog', key: p.key })).status, 200)
+  await first.keyUsage.flush()
+  clock.now += 5_000
+  const lastUse = clock.now
+  t.equal((await call(t, first, { url: '/v1/changelog', key: p.key })).status, 200)
+  await first.close()
+
+  const second = await ownApp()
+  t.teardown(() => second.close())
+  const lastUsed = async () => ((await call(t, second, { url: `/admin/v1/projects/${p.id}/api-keys`, headers: admin })).json.data as { last_used_at: string | null }[])[0]!.last_used_at
+  t.equal(await lastUsed(), new Date(usedAt).toISOString(), 'not written as the first closed: at most once a minute')
+  await second.keyUsage.flush()
+  t.equal(await lastUsed(), new Date(usedAt).toISOString(), 'taken back by the next flush, its minute still not over')
+  await aMinuteLater(p.keyId)
+  await second.keyUsage.flush()
+  t.equal(await lastUsed(), new Date(lastUse).toISOString(), 'written once the minute is over: the time of the last request')
+})

@@ -11,12 +11,27 @@ function harness(options: { maxKeys?: number } = {}) {
   const writes: KeyUse[][] = []
   const logged: string[] = []
   const state = { failing: false, pending: [] as string[] }
+  /** What the database holds of stopped instances' uses (api_key_deferred_uses). */
+  const deferred = new Map<string, number>()
   const log = { warn: (_: unknown, message: string) => logged.push(`warn ${message}`), info: (message: string) => logged.push(`info ${message}`) } as unknown as FastifyBaseLogger
+  const failIfDown = () => {
+    if (state.failing) throw Object.assign(new Error('select ... secret'), { code: 'ECONNREFUSED' })
+  }
   const usage = makeKeyUsage({
     write: async (uses) => {
-      if (state.failing) throw Object.assign(new Error('select ... secret'), { code: 'ECONNREFUSED' })
+      failIfDown()
       writes.push(uses)
       return { pending: state.pending }
+    },
+    defer: async (uses) => {
+      failIfDown()
+      for (const use of uses) deferred.set(use.keyHash, Math.max(deferred.get(use.keyHash) ?? 0, use.usedAt.getTime()))
+    },
+    takeDeferred: async () => {
+      failIfDown()
+      const taken = [...deferred].map(([keyHash, at]) => ({ keyHash, usedAt: new Date(at) }))
+      deferred.clear()
+      return taken
     },
     log,
     now: () => clock.now,
@@ -24,7 +39,7 @@ function harness(options: { maxKeys?: number } = {}) {
     ...options,
   })
   t.teardown(() => usage.close())
-  return { usage, clock, writes, logged, state }
+  return { usage, clock, writes, logged, state, deferred }
 }
 
 const times = (uses: KeyUse[]) => Object.fromEntries(uses.map((u) => [u.keyHash, u.usedAt.getTime()]))
@@ -94,4 +109,32 @@ t.test('close flushes what was noted', async (t) => {
   h.usage.record('a')
   await h.usage.close()
   t.same(h.writes.map(times), [{ a: 1_000_000 }])
+})
+
+t.test('close hands over the uses still to be written, and a flush takes them back', async (t) => {
+  const h = harness()
+  h.usage.record('a')
+  h.usage.record('b')
+  h.state.pending = ['a']
+  await h.usage.close()
+  t.same(h.writes.map(times), [{ a: 1_000_000, b: 1_000_000 }], 'the last flush wrote b, not a (its minute was not over)')
+  t.same([...h.deferred], [['a', 1_000_000]], 'a is handed over, not dropped')
+
+  // Another instance's flush: the handed-over use joins its own, the later one winning.
+  const next = harness()
+  for (const [keyHash, at] of h.deferred) next.deferred.set(keyHash, at)
+  next.clock.now = 999_000
+  next.usage.record('a')
+  next.usage.record('c')
+  await next.usage.flush()
+  t.same(next.writes.map(times), [{ a: 1_000_000, c: 999_000 }])
+  t.same([...next.deferred], [], 'taken')
+})
+
+t.test('a database that is down as the app closes: the loss is logged, nothing thrown', async (t) => {
+  const h = harness()
+  h.usage.record('a')
+  h.state.failing = true
+  await h.usage.close()
+  t.match(h.logged, ['warn could not record API key uses (last_used_at); retrying at the next flush', /^warn could not hand over/])
 })

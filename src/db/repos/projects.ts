@@ -2,7 +2,7 @@ import { and, count, eq, sql } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { apiKeyPrefix, hashApiKey, newApiKey } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
-import { api_keys, projects } from '../schema.js'
+import { api_key_deferred_uses, api_keys, projects } from '../schema.js'
 import { descNullsLast } from './order.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { liveKey } from './scope.js'
@@ -192,6 +192,30 @@ export function projectsRepo(db: Database) {
         where k.last_used_at is null or k.last_used_at < u.used_at`)
       const rows = rowsOf<{ key_hash: string; written: boolean }>(result)
       return { written: rows.filter((r) => r.written).map((r) => r.key_hash), pending: rows.filter((r) => !r.written).map((r) => r.key_hash) }
+    },
+
+    /**
+     * Hands over uses that an instance that is stopping could not write (recordKeyUse's
+     * `pending`), for the next flush of any instance to take back (takeDeferredKeyUses): one row
+     * per key, its latest use. This writes no api_keys row, so the minute between writes holds.
+     */
+    async deferKeyUses(uses: KeyUse[]): Promise<void> {
+      if (uses.length === 0) return
+      const json = JSON.stringify(uses.map((u) => ({ key_hash: u.keyHash, used_at: u.usedAt.toISOString() })))
+      const d = api_key_deferred_uses
+      await db.execute(sql`
+        insert into ${d} (key_id, used_at)
+        select k.id, u.used_at from json_to_recordset(${json}::json) as u(key_hash text, used_at timestamptz)
+        join ${api_keys} k on k.key_hash = u.key_hash
+        on conflict (key_id) do update set used_at = greatest(${d.used_at}, excluded.used_at)`)
+    },
+
+    /** Takes the deferred uses (deferKeyUses), removing them: the caller writes them as its own. */
+    async takeDeferredKeyUses(): Promise<KeyUse[]> {
+      const result = await db.execute(sql`
+        delete from ${api_key_deferred_uses} d using ${api_keys} k where k.id = d.key_id
+        returning k.key_hash, d.used_at`)
+      return rowsOf<{ key_hash: string; used_at: string | Date }>(result).map((r) => ({ keyHash: r.key_hash, usedAt: new Date(r.used_at) }))
     },
 
     async count(): Promise<number> {
