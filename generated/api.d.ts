@@ -1105,10 +1105,11 @@ export interface paths {
          *     when the entry leaves the list's first page. Links are absolute on `PUBLIC_BASE_URL`
          *     when the deployment sets it, and otherwise relative to the feed's own URL (never built
          *     on the request's `Host`). The feed's
-         *     `updated` is `Last-Modified`: the latest publication or change of an entry in it (the
-         *     project's creation when it has none). Revalidate with `If-None-Match` (an entry deleted
-         *     or unpublished changes the `ETag`, not always `Last-Modified`); `If-Modified-Since` is
-         *     used only without `If-None-Match` (RFC 9110 §13.2.2). Sends
+         *     `updated` is `Last-Modified`: the latest publication or change of an entry in it, or of
+         *     anything that took an entry out of it (an entry deleted or unpublished, a label or
+         *     translation taken off, the project renamed), else the project's creation. Revalidate with
+         *     `If-None-Match`; `If-Modified-Since` is used only without `If-None-Match` (RFC 9110
+         *     §13.2.2), and sees changes to the second. Sends
          *     `Access-Control-Allow-Origin: *`, so a browser page may read it.
          *
          *     With `label`, the feed of the published entries with that label (empty for a label no
@@ -2562,7 +2563,7 @@ export interface components {
         "X-Robots-Tag": "noindex";
         /** @description A strong entity tag of this public representation, for `If-None-Match`. */
         PublicETag: string;
-        /** @description The latest publication or change of an entry shown (the project's creation when none is shown). */
+        /** @description The latest publication or change of an entry shown, or of anything that took an entry out (a deletion, an unpublishing, a label or translation taken off, a new project name); the project's creation when there is neither. */
         "Last-Modified": string;
         /**
          * @description `public, max-age=60`: shared caches may keep the page or feed for a minute, so an

@@ -14,6 +14,13 @@ export const projects = pgTable(
     plan: text('plan', { enum: ['free', 'pro'] }).notNull().default('free'),
     beta_enabled: boolean('beta_enabled').notNull().default(false),
     created_at: timestamptz('created_at').notNull().defaultNow(),
+    /**
+     * The last write of an entry the public changelog showed, or of the project's name: what
+     * makes an entry leave a page or feed (deleted, unpublished, a label or translation taken
+     * off) is a change that no shown entry's own times record. The feeds' Last-Modified and
+     * Atom <updated> are the latest of it and the shown entries' times.
+     */
+    public_changed_at: timestamptz('public_changed_at'),
   },
   (t) => [
     // The operator's list, newest first.

@@ -12,7 +12,7 @@ import { ApiError } from '../http/errors.js'
 import type { AppContext, Handler } from '../http/types.js'
 import { changelogETag, conditionalReply, streamed } from '../portal/changelog-cache.js'
 import { changelogEntryNotFoundPage, changelogEntryPage, changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/changelog-page.js'
-import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeedText, JSON_FEED_TYPE, type FeedSource, type ShownEntry } from '../portal/feeds.js'
+import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeedText, JSON_FEED_TYPE, projectChangedAt, type FeedSource, type ShownEntry } from '../portal/feeds.js'
 import { HTML_TYPE, pageSecurityHeaders } from '../portal/html.js'
 import { plainTextHtml } from '../portal/markdown.js'
 import { labelQuery } from './changelog.js'
@@ -125,12 +125,12 @@ async function feedReply(
   return conditionalReply(requestHeaders, {
     etag: changelogETag(contentType, { locale, label }, state, ctx.config.publicBaseUrl),
     contentType,
-    lastModified: feedUpdated({ entries: state.entries, projectCreatedAt: project.created_at }),
+    lastModified: feedUpdated({ entries: state.entries, projectChangedAt: projectChangedAt(project) }),
     headers: FEED_HEADERS,
     body: async () => {
       const entries = await shownEntries(ctx, state, locale)
       return streamed(
-        build({ projectId: project.id, projectName: project.name, locale, label, entries, projectCreatedAt: project.created_at, baseUrl: ctx.config.publicBaseUrl }),
+        build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: projectChangedAt(project), baseUrl: ctx.config.publicBaseUrl }),
       )
     },
   })

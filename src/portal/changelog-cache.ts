@@ -4,8 +4,9 @@
 // and its translation last changed), never from the body: a 304 builds nothing and reads no
 // body. Anything shown that can change must therefore be in that state (the tests in
 // test/portal/changelog-cache.test.ts change each in turn). Last-Modified (feeds only) is the
-// latest change among the entries shown and cannot see a deletion, which is why If-None-Match
-// wins when both are sent (RFC 9110 §13.2.2).
+// latest change among the entries shown and of the project's public_changed_at, which a write
+// that takes an entry out of a page or feed moves (feeds.ts, feedUpdated); an HTTP date has
+// whole seconds, which is one reason If-None-Match wins when both are sent (RFC 9110 §13.2.2).
 import type { IncomingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
 import { setImmediate as nextTurn } from 'node:timers/promises'

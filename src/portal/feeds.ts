@@ -27,8 +27,11 @@ export interface FeedSource {
   /** The label the entries were filtered by (normalised), if any; it goes into the links and the feed's id. */
   label?: string | undefined
   entries: ShownEntry[]
-  /** When the project was created: the `updated` of a feed that has no entries yet. */
-  projectCreatedAt: Date
+  /**
+   * The feed's last change beyond its entries' own times: the project's public_changed_at (an
+   * entry deleted or taken back, the project renamed), else its creation.
+   */
+  projectChangedAt: Date
   /** PUBLIC_BASE_URL, if set: every link is absolute on it. */
   baseUrl: string | undefined
 }
@@ -50,13 +53,16 @@ export function withFilters(path: string, filters: { locale?: string | undefined
 export const entryUpdated = (entry: Pick<EntryView, 'published_at' | 'updated_at'>): Date =>
   entry.published_at && entry.published_at > entry.updated_at ? entry.published_at : entry.updated_at
 
-/** The latest change among the entries, or the project's creation when there are none. */
-export function feedUpdated(source: { entries: Pick<EntryView, 'published_at' | 'updated_at'>[]; projectCreatedAt: Date }): Date {
+/** The latest change among the entries and the project's (projectChangedAt): the feed's `updated` and Last-Modified. */
+export function feedUpdated(source: { entries: Pick<EntryView, 'published_at' | 'updated_at'>[]; projectChangedAt: Date }): Date {
   return source.entries.reduce((latest, entry) => {
     const updated = entryUpdated(entry)
     return updated > latest ? updated : latest
-  }, source.projectCreatedAt)
+  }, source.projectChangedAt)
 }
+
+/** When the project's public changelog last changed beyond its entries' times (FeedSource.projectChangedAt). */
+export const projectChangedAt = (project: { created_at: Date; public_changed_at: Date | null }): Date => project.public_changed_at ?? project.created_at
 
 // A name-based (version 5) UUID under this service's own namespace: the same name always gives
 // the same id, and no two names share one.

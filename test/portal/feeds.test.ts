@@ -1,10 +1,11 @@
 // The changelog feeds: Atom 1.0 and JSON Feed 1.1 with the same published set as the page and
 // the API, parsed as a feed reader would, revalidated with ETag / Last-Modified, open to
 // browsers on any origin.
+import { sql } from 'drizzle-orm'
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
 import t from 'tap'
-import { call, createProject, testApp } from '../helpers/app.js'
-import { scheduledTimeArrives } from '../helpers/db.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { scheduledTimeArrives, testDatabase } from '../helpers/db.js'
 
 type T = Parameters<typeof call>[0]
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -282,4 +283,51 @@ t.test('the portal is rate limited per client address, not per project', async (
   t.equal(elsewhere.statusCode, 200, 'another address has its own budget')
   t.equal(elsewhere.headers['ratelimit-remaining'], '2')
   t.equal((await call(t, app, { url: '/healthz' })).status, 200, 'operations outside the portal stay unlimited')
+})
+
+t.test('If-Modified-Since alone sees every write that takes an entry out of a feed', async (t) => {
+  // Last-Modified was the latest change among the entries shown: an entry deleted, unpublished
+  // or filtered out left it where it was, and a reader polling with If-Modified-Since alone got
+  // a 304 and kept the entry (found by an outside review). An HTTP date has whole seconds, so
+  // the project's times are set an hour back before each write.
+  const { id, key } = await createProject({ name: 'Removals' })
+  const db = (await testDatabase()).db
+  const anHourAgo = async () => {
+    await db.execute(sql`update changelog_entries set created_at = now() - interval '1 hour', updated_at = now() - interval '1 hour' where project_id = ${id}`)
+    await db.execute(sql`update projects set created_at = now() - interval '2 hours', public_changed_at = now() - interval '1 hour' where id = ${id}`)
+  }
+  const app = await testApp()
+  const api = (method: 'PATCH' | 'DELETE', url: string, body?: object) => call(t, app, { method, url, key, ...(body ? { body } : {}) })
+  const entry = async (title: string, labels: string[] = []) => (await create(t, key, { title, status: 'published', published_at: '2025-01-01T00:00:00.000Z', labels })).id
+  const [gone, unpublished, relabelled, translated] = [await entry('Gone'), await entry('Unpublished'), await entry('Relabelled', ['beta']), await entry('Translated')]
+  t.equal((await api('PATCH', `/v1/changelog/${translated}`, { locale: 'fr', title: 'Traduit' })).status, 200)
+
+  const writes: [string, string, () => Promise<unknown>][] = [
+    ['an entry deleted', '', () => api('DELETE', `/v1/changelog/${gone}`)],
+    ['an entry unpublished', '', () => api('PATCH', `/v1/changelog/${unpublished}`, { status: 'draft' })],
+    ['a label taken off', '?label=beta', () => api('PATCH', `/v1/changelog/${relabelled}`, { labels: [] })],
+    ['a translation deleted', '?locale=fr', () => api('DELETE', `/v1/changelog/${translated}?locale=fr`)],
+    ['the project renamed', '', () => call(t, app, { method: 'PATCH', url: `/admin/v1/projects/${id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: { name: 'Renamed' } })],
+  ]
+  for (const [what, query, write] of writes) {
+    await anHourAgo()
+    for (const format of ['atom', 'json']) {
+      const url = `/portal/${id}/changelog.${format}${query}`
+      const before = String((await load(t, url)).headers['last-modified'])
+      t.equal((await load(t, url, { 'if-modified-since': before })).status, 304, `${what}, ${format}: current before the write`)
+    }
+    await write()
+    for (const format of ['atom', 'json']) {
+      const url = `/portal/${id}/changelog.${format}${query}`
+      const after = await load(t, url, { 'if-modified-since': new Date(Date.now() - 1_800_000).toUTCString() })
+      t.equal(after.status, 200, `${what}, ${format}: modified since half an hour ago`)
+      t.ok(Date.parse(String(after.headers['last-modified'])) > Date.now() - 60_000, `${what}, ${format}: Last-Modified is the write`)
+    }
+  }
+  // Writes of entries the feeds never showed (a draft) leave them alone.
+  const draft = (await create(t, key, { title: 'Draft', status: 'draft' })).id
+  await anHourAgo()
+  await api('PATCH', `/v1/changelog/${draft}`, { title: 'Still a draft' })
+  await api('DELETE', `/v1/changelog/${draft}`)
+  t.equal((await load(t, `/portal/${id}/changelog.atom`, { 'if-modified-since': new Date(Date.now() - 1_800_000).toUTCString() })).status, 304, 'a draft is not shown')
 })

@@ -87,9 +87,17 @@ export interface CurrentEntry {
   now: Date
 }
 
+/** The project as the public pages show it, with when they last changed beyond their entries (schema.ts, public_changed_at). */
+export interface PortalProject {
+  id: string
+  name: string
+  created_at: Date
+  public_changed_at: Date | null
+}
+
 /** What the public page and feeds show that can change, read without any body (see portalState). */
 export interface PortalState {
-  project: { id: string; name: string; created_at: Date }
+  project: PortalProject
   /** The page's entries, newest first. */
   entries: PortalEntryState[]
   hasMore: boolean
@@ -97,7 +105,7 @@ export interface PortalState {
 
 /** What an entry's permalink page shows that can change, read without its body (see portalEntryState). */
 export interface PortalEntryPageState {
-  project: { id: string; name: string; created_at: Date }
+  project: PortalProject
   entry: PortalEntryState
 }
 
@@ -196,6 +204,14 @@ const toView = (entry: EntryRow & { status: PublishingState }, translation?: Pic
   updated_at: entry.updated_at,
   status: entry.status,
 })
+
+/**
+ * Marks the project's public changelog as changed now (schema.ts, public_changed_at), on every
+ * write of an entry it shows: one that leaves a page or feed (deleted, unpublished, a label
+ * taken off, a translation deleted) is a change that no shown entry's times record. The feeds' Last-Modified
+ * moves with it, so that a reader polling with If-Modified-Since alone sees the removal.
+ */
+const publicChanged = (tx: Database, projectId: string) => tx.update(projects).set({ public_changed_at: dbNow }).where(eq(projects.id, projectId))
 
 /** `transact`: how a write of several statements gets its transaction (transact.ts). */
 export function changelogRepo(db: Database, transact: Transact = newTransaction(db)) {
@@ -326,6 +342,7 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
   const portalStateColumns = {
     name: projects.name,
     project_created_at: projects.created_at,
+    project_public_changed_at: projects.public_changed_at,
     id: e.id,
     published_at: e.published_at,
     updated_at: e.updated_at,
@@ -472,8 +489,12 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
           ? []
           : [{ id: row.id, published_at: row.published_at!, updated_at: row.updated_at!, translation_updated_at: row.translation_updated_at, html_bytes: row.html_bytes }],
       )
-      const { name, project_created_at } = rows[0]!
-      return { project: { id: projectId, name, created_at: project_created_at }, entries: entries.slice(0, options.limit), hasMore: entries.length > options.limit }
+      const { name, project_created_at, project_public_changed_at } = rows[0]!
+      return {
+        project: { id: projectId, name, created_at: project_created_at, public_changed_at: project_public_changed_at },
+        entries: entries.slice(0, options.limit),
+        hasMore: entries.length > options.limit,
+      }
     },
 
     /** The permalink's state query with values, for EXPLAIN. */
@@ -485,9 +506,9 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
       const key = locale === undefined ? undefined : localeKey(locale)
       const [row] = await preparedPortalEntryState({ locale: key === undefined ? 'base' : 'locale' }).execute({ projectId, id, localeKey: key })
       if (!row) return undefined
-      const { name, project_created_at, published_at, updated_at, translation_updated_at, html_bytes } = row
+      const { name, project_created_at, project_public_changed_at, published_at, updated_at, translation_updated_at, html_bytes } = row
       return {
-        project: { id: projectId, name, created_at: project_created_at },
+        project: { id: projectId, name, created_at: project_created_at, public_changed_at: project_public_changed_at },
         entry: { id, published_at: published_at!, updated_at, translation_updated_at, html_bytes },
       }
     },
@@ -635,6 +656,9 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
           .where(scoped(projectId, id))
           .returning({ ...rowWithStatus, etag: entryTag(translation && key !== undefined ? sql`${key}::text` : sql`null::text`) })
         const { etag: writtenTag, ...row } = entry!
+        // The entry may have left a page or feed (unpublished, rescheduled, a label taken off)
+        // that its own updated_at, no longer shown there, cannot tell.
+        if (current.entry.published_at !== null && current.entry.published_at <= current.now) await publicChanged(tx, projectId)
         return {
           outcome: 'updated',
           entry: { ...toView(row, patch.translation ? translation : undefined), etag: writtenTag },
@@ -643,16 +667,25 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
       })
     },
 
-    /** Removes the entry and, by the cascade, its translations; under a precondition, only while its tag (in its base locale) matches. */
-    async delete(projectId: string, id: string, precondition?: Precondition): Promise<EntryDeletion> {
-      const [row] = await db
-        .delete(e)
-        .where(and(scoped(projectId, id), tagMatches(baseTag, precondition)))
-        .returning({ id: e.id })
-      if (row) return 'deleted'
-      // Only a conditional delete can have found the entry and left it.
-      const [found] = precondition !== undefined && precondition !== '*' ? await db.select({ id: e.id }).from(e).where(scoped(projectId, id)) : []
-      return found ? 'precondition_failed' : 'not_found'
+    /**
+     * Removes the entry and, by the cascade, its translations; under a precondition, only while
+     * its tag (in its base locale) matches. An entry the public changelog showed leaves a mark
+     * on its project (publicChanged), in the same transaction.
+     */
+    delete(projectId: string, id: string, precondition?: Precondition): Promise<EntryDeletion> {
+      return transact(async (tx): Promise<EntryDeletion> => {
+        const [row] = await tx
+          .delete(e)
+          .where(and(scoped(projectId, id), tagMatches(baseTag, precondition)))
+          .returning({ shown: sql<boolean>`${e.published_at} <= now()` })
+        if (row) {
+          if (row.shown) await publicChanged(tx, projectId)
+          return 'deleted'
+        }
+        // Only a conditional delete can have found the entry and left it.
+        const [found] = precondition !== undefined && precondition !== '*' ? await tx.select({ id: e.id }).from(e).where(scoped(projectId, id)) : []
+        return found ? 'precondition_failed' : 'not_found'
+      })
     },
 
     /**
@@ -663,7 +696,7 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
     deleteTranslation(projectId: string, id: string, locale: string, precondition?: Precondition): Promise<EntryDeletion> {
       const key = localeKey(locale)
       return transact(async (tx): Promise<EntryDeletion> => {
-        const [locked] = await tx.select({ id: e.id }).from(e).where(scoped(projectId, id)).for('update')
+        const [locked] = await tx.select({ id: e.id, shown: sql<boolean>`${e.published_at} <= now()` }).from(e).where(scoped(projectId, id)).for('update')
         if (!locked) return 'not_found'
         if (precondition !== undefined) {
           const [read] = await taggedTranslation(tx, id, key)
@@ -673,7 +706,10 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
           .delete(t)
           .where(and(eq(t.entry_id, id), eq(t.locale_key, key)))
           .returning({ entry_id: t.entry_id })
-        return deleted ? 'deleted' : 'not_found'
+        if (!deleted) return 'not_found'
+        // Its locale's pages and feeds show the entry in its base locale now.
+        if (locked.shown) await publicChanged(tx, projectId)
+        return 'deleted'
       })
     },
   }

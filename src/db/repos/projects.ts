@@ -108,7 +108,13 @@ export function projectsRepo(db: Database) {
 
     async update(projectId: string, patch: Partial<NewProject>): Promise<ProjectRow | undefined> {
       if (Object.keys(patch).length === 0) return get(projectId)
-      const [row] = await db.update(projects).set(patch).where(eq(projects.id, projectId)).returning()
+      // A new name changes every public page and feed (changelog.ts, publicChanged).
+      const renamed = patch.name === undefined ? {} : { public_changed_at: sql`case when ${projects.name} is distinct from ${patch.name} then now() else ${projects.public_changed_at} end` }
+      const [row] = await db
+        .update(projects)
+        .set({ ...patch, ...renamed })
+        .where(eq(projects.id, projectId))
+        .returning()
       return row
     },
 

@@ -1,0 +1,1 @@
+ALTER TABLE "projects" ADD COLUMN "public_changed_at" timestamp (3) with time zone;
