@@ -1,5 +1,6 @@
 // HTML forms (application/x-www-form-urlencoded) for the portal's pages, and only for them:
 // the /v1 API keeps answering 415 to anything but JSON, and a portal form refuses JSON.
+import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from './errors.js'
 
@@ -17,14 +18,27 @@ export function parseForm(text: string): Record<string, string | string[]> {
   return fields
 }
 
+/** Whether every name and value decodes: `%` escapes of two hex digits that make UTF-8, no lone surrogate. */
+function percentEncoded(text: string): boolean {
+  try {
+    for (const part of text.split(/[&=]/)) decodeURIComponent(part.replace(/\+/g, ' '))
+    return true
+  } catch {
+    return false
+  }
+}
+
 export function registerFormParser(app: FastifyInstance, bodyLimit: number): void {
-  app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit }, (request, body, done) => {
+  app.addContentTypeParser(FORM, { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     if (!isPortal(request)) return done(notJson(), undefined)
-    const text = body as string
+    const refuse = (message: string) => done(new ApiError('validation_failed', `body ${message}`, { errors: [{ in: 'body', path: '', message }] }), undefined)
+    // What a browser sends: percent-encoded UTF-8. Anything else would be stored with U+FFFD
+    // (bytes that are not UTF-8) or as typed (`%zz`), never as the sender meant it.
+    if (!isUtf8(body as Buffer)) return refuse('must be UTF-8, as a page’s form sends it')
+    const text = (body as Buffer).toString('utf8')
+    if (!percentEncoded(text)) return refuse('must be percent-encoded UTF-8, as a page’s form sends it')
     // PostgreSQL text cannot hold U+0000.
-    if (text.includes('%00') || text.includes('\u0000')) {
-      return done(new ApiError('validation_failed', 'body must not contain the NUL character', { errors: [{ in: 'body', path: '', message: 'must not contain the NUL character' }] }), undefined)
-    }
+    if (text.includes('%00') || text.includes('\u0000')) return refuse('must not contain the NUL character')
     done(null, parseForm(text))
   })
   // A portal form sent as JSON parses, but is not what the page's form sends: refuse it too.

@@ -1,5 +1,8 @@
 // The only body parser: application/json (with any parameters). Everything else is 415.
 // An empty body counts as no body, so a DELETE sent with a JSON content type still works.
+// JSON is UTF-8 (RFC 8259 §8.1, which defines no charset parameter: one sent changes nothing),
+// so bytes that are not UTF-8 are invalid JSON, not text to store with U+FFFD in their place.
+import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { ApiError } from './errors.js'
@@ -31,8 +34,9 @@ const refuse = (message: string) => new ApiError('validation_failed', `body ${me
 
 export function registerJsonParser(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser(/^application\/json(\s*;.*)?$/i, { parseAs: 'string', bodyLimit }, (_request, body, done) => {
-    const text = body as string
+  app.addContentTypeParser(/^application\/json(\s*;.*)?$/i, { parseAs: 'buffer', bodyLimit }, (_request, body, done) => {
+    if (!isUtf8(body as Buffer)) return done(new ApiError('invalid_json', 'The body is not valid JSON: JSON is UTF-8, and these bytes are not.'), undefined)
+    const text = (body as Buffer).toString('utf8')
     if (text.trim() === '') return done(null, undefined)
     let value: unknown
     try {

@@ -72,15 +72,15 @@ export interface CallResult {
 
 /**
  * Sends one request and fails the current test when the response does not match openapi.yaml.
- * An object `body` is sent as JSON; a string body is sent as it is (malformed JSON, say).
+ * An object `body` is sent as JSON; a string or Buffer body is sent as it is (malformed JSON, say).
  */
 export async function call(tt: Test, app: FastifyInstance, options: CallOptions): Promise<CallResult> {
   const method = options.method ?? 'GET'
   const headers: Record<string, string> = { ...(options.key ? { authorization: `Bearer ${options.key}` } : {}), ...options.headers }
-  let payload: string | undefined
+  let payload: string | Buffer | undefined
   if (options.body !== undefined) {
     if (headers['content-type'] === undefined) headers['content-type'] = 'application/json'
-    payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+    payload = typeof options.body === 'string' || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body)
   }
   const res = await app.inject({ method, url: options.url, headers, payload, ...(options.remoteAddress ? { remoteAddress: options.remoteAddress } : {}) })
   const problems = specProblems(method, options.url, { statusCode: res.statusCode, headers: res.headers, body: res.body })

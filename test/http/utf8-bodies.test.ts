@@ -1,0 +1,48 @@
+// Bodies are UTF-8: JSON by its RFC (8259 §8.1, which defines no charset parameter), portal forms
+// as a page's form sends them (percent-encoded UTF-8). Bytes that are not were decoded with U+FFFD
+// in their place and stored so, and a form's `%zz` was stored as typed (found by an outside
+// review); now each is a 400, and nothing is written.
+import t from 'tap'
+import { call, createProject, testApp } from '../helpers/app.js'
+
+/** A title holding `raw` bytes as they are. */
+const titled = (raw: number[]) => Buffer.concat([Buffer.from('{"title":"a'), Buffer.from(raw), Buffer.from('"}')])
+
+t.test('a JSON body that is not UTF-8 is invalid JSON, whatever charset it names', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const latin1 = titled([0xe9]) // é in Latin-1
+  const cases: [string, Buffer, string][] = [
+    ['Latin-1 bytes', latin1, 'application/json'],
+    ['Latin-1 bytes, said to be Latin-1', latin1, 'application/json; charset=iso-8859-1'],
+    ['an encoded surrogate (CESU-8)', titled([0xed, 0xa0, 0x80]), 'application/json'],
+    ['a cut-off sequence', titled([0xe2, 0x82]), 'application/json'],
+  ]
+  for (const [what, body, type] of cases) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body, headers: { 'content-type': type } })
+    t.equal(res.status, 400, what)
+    t.equal(res.json.code, 'invalid_json', what)
+  }
+  t.same((await call(t, app, { url: '/v1/changelog?status=all', key })).json.data, [], 'nothing was written')
+
+  const utf8 = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: Buffer.from('{"title":"café ☕ 𝄞"}', 'utf8'), headers: { 'content-type': 'application/json; charset=utf-8' } })
+  t.equal(utf8.status, 201, 'UTF-8, with or without its charset')
+  t.equal(utf8.json.data.title, 'café ☕ 𝄞')
+})
+
+t.test('a portal form that is not percent-encoded UTF-8 is refused before anything is looked up', async (t) => {
+  const app = await testApp()
+  const form = { 'content-type': 'application/x-www-form-urlencoded' }
+  for (const [what, body] of [
+    ['an escape of no hex digits', 'token=nobody&body=a%zzb'],
+    ['an escape cut short', 'token=nobody&body=a%E2%82'],
+    ['an encoded surrogate', 'token=nobody&body=a%ED%A0%80b'],
+    ['a raw byte that is not UTF-8', Buffer.concat([Buffer.from('token=nobody&body=caf'), Buffer.from([0xe9])])],
+  ] as const) {
+    const res = await call(t, app, { method: 'POST', url: '/beta/feedback', body, headers: form })
+    t.equal(res.status, 400, what)
+    t.match(res.json, { code: 'validation_failed', errors: [{ in: 'body', path: '' }] }, what)
+  }
+  const wellFormed = await call(t, app, { method: 'POST', url: '/beta/feedback', body: 'token=nobody&body=caf%C3%A9+%E2%98%95', headers: form })
+  t.equal(wellFormed.status, 404, 'a well-formed form goes on to its token, which is nobody’s')
+})
