@@ -3,6 +3,7 @@
 // JSON is UTF-8 (RFC 8259 §8.1, which defines no charset parameter: one sent changes nothing),
 // so bytes that are not UTF-8 are invalid JSON, not text to store with U+FFFD in their place.
 import { isUtf8 } from 'node:buffer'
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { ApiError } from './errors.js'
@@ -32,7 +33,20 @@ function unstorableString(value: unknown): string | undefined {
 
 const refuse = (message: string) => new ApiError('validation_failed', `body ${message}`, { errors: [{ in: 'body', path: '', message }] })
 
+/** Whether the request comes with a body (its framing says so; a GET's is never read). */
+const hasBody = (headers: IncomingHttpHeaders) => headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
+
 export function registerJsonParser(app: FastifyInstance, bodyLimit: number): void {
+  // A body is read as sent: one in a content coding (gzip, say) would be parsed as if it were
+  // not, or refused as bad JSON for a reason the client cannot see (RFC 9110 §8.4.1: 415). After
+  // the onRequest hooks, so that 401 and 403 still come first.
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const coding = request.headers['content-encoding']?.trim().toLowerCase()
+    if (coding && coding !== 'identity' && hasBody(request.headers)) {
+      throw new ApiError('unsupported_media_type', `Request bodies are not accepted in a content coding (Content-Encoding: ${coding.slice(0, 40)}); send them as they are.`)
+    }
+    return payload
+  })
   app.removeAllContentTypeParsers()
   app.addContentTypeParser(/^application\/json(\s*;.*)?$/i, { parseAs: 'buffer', bodyLimit }, (_request, body, done) => {
     if (!isUtf8(body as Buffer)) return done(new ApiError('invalid_json', 'The body is not valid JSON: JSON is UTF-8, and these bytes are not.'), undefined)

@@ -46,3 +46,17 @@ t.test('a portal form that is not percent-encoded UTF-8 is refused before anythi
   const wellFormed = await call(t, app, { method: 'POST', url: '/beta/feedback', body: 'token=nobody&body=caf%C3%A9+%E2%98%95', headers: form })
   t.equal(wellFormed.status, 404, 'a well-formed form goes on to its token, which is nobody’s')
 })
+
+t.test('a body in a content coding is a 415, after the key is checked', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  for (const coding of ['gzip', 'br', 'deflate, gzip']) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Coded' }, headers: { 'content-encoding': coding } })
+    t.equal(res.status, 415, coding)
+    t.equal(res.json.code, 'unsupported_media_type')
+  }
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', body: { title: 'Coded' }, headers: { 'content-encoding': 'gzip' } })).status, 401, 'no key: 401 first')
+  t.same((await call(t, app, { url: '/v1/changelog?status=all', key })).json.data, [], 'nothing was written')
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Plain' }, headers: { 'content-encoding': 'identity' } })).status, 201, 'identity is no coding')
+  t.equal((await call(t, app, { url: '/v1/changelog', key, headers: { 'content-encoding': 'gzip' } })).status, 200, 'a request without a body has nothing coded')
+})
