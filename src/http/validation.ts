@@ -20,6 +20,11 @@ const LATEST_TIME = Date.parse('9999-12-31T23:59:59.999Z')
 /** The `date-time` format of this API: see `InputTimestamp` in openapi.yaml. */
 export function isDateTime(value: string): boolean {
   if (!DATE_TIME.test(value)) return false
+  // RFC 3339's hours are 00 to 23 (Date.parse takes 24:00 for the next day's midnight), and its
+  // offsets name hours and minutes as times do.
+  const offset = /[+-](\d{2}):(\d{2})$/.exec(value)
+  if (Number(value.slice(11, 13)) > 23 || Number(value.slice(14, 16)) > 59 || Number(value.slice(17, 19)) > 59) return false
+  if (offset && (Number(offset[1]) > 23 || Number(offset[2]) > 59)) return false
   const month = Number(value.slice(5, 7))
   const day = Number(value.slice(8, 10))
   const time = Date.parse(value.toUpperCase())

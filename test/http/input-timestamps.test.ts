@@ -47,3 +47,19 @@ t.test('years 1000 and 9999 are accepted and returned as sent', async (t) => {
   const future = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Late', status: 'scheduled', published_at: '9999-12-31T23:59:59.999Z' } })
   t.equal(future.json.data.published_at, '9999-12-31T23:59:59.999Z')
 })
+
+t.test('times and offsets out of their ranges are refused, never rolled over', async (t) => {
+  // 24:00:00 was taken for the next day's midnight (found by an outside review).
+  const app = await testApp()
+  const { key } = await createProject()
+  for (const published_at of ['2026-05-01T24:00:00Z', '2026-05-01T23:60:00Z', '2026-05-01T23:59:60Z', '2026-05-01T12:00:00+24:00', '2026-05-01T12:00:00+01:60']) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Edge', status: 'published', published_at } })
+    t.equal(res.status, 400, published_at)
+    t.equal(res.json.errors?.[0]?.path, '/published_at')
+  }
+  for (const [published_at, stored] of [['2026-05-01T23:59:59.999Z', '2026-05-01T23:59:59.999Z'], ['2026-05-01T00:00:00+23:59', '2026-04-30T00:01:00.000Z']]) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Edge', status: 'published', published_at } })
+    t.equal(res.status, 201, published_at)
+    t.equal(res.json.data.published_at, stored)
+  }
+})
