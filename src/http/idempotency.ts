@@ -28,7 +28,9 @@ const PURGE_EVERY = 100
 function idempotencyKey(request: FastifyRequest): string | undefined {
   const raw = request.headers['idempotency-key']
   if (raw === undefined) return undefined
-  if (typeof raw !== 'string' || !KEY.test(raw)) {
+  // Node joins a repeated header's values with ", " into one string that may pass KEY: count them.
+  const sent = request.raw.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'idempotency-key').length
+  if (typeof raw !== 'string' || !KEY.test(raw) || sent > 1) {
     const message = 'must be 1 to 255 printable ASCII characters, sent once'
     throw new ApiError('validation_failed', `header/Idempotency-Key ${message}`, { errors: [{ in: 'header', path: '/Idempotency-Key', message }] })
   }
