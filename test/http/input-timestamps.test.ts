@@ -57,7 +57,7 @@ t.test('times and offsets out of their ranges are refused, never rolled over', a
     t.equal(res.status, 400, published_at)
     t.equal(res.json.errors?.[0]?.path, '/published_at')
   }
-  for (const [published_at, stored] of [['2026-05-01T23:59:59.999Z', '2026-05-01T23:59:59.999Z'], ['2026-05-01T00:00:00+23:59', '2026-04-30T00:01:00.000Z']]) {
+  for (const [published_at, stored] of [['2026-05-01T23:59:59.999Z', '2026-05-01T23:59:59.999Z'], ['2026-05-01T00:00:00+23:59', '2026-04-30T00:01:00.000Z']] as const) {
     const res = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Edge', status: 'published', published_at } })
     t.equal(res.status, 201, published_at)
     t.equal(res.json.data.published_at, stored)
