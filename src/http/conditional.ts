@@ -10,7 +10,7 @@
 import { hash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import type { Precondition } from '../db/repos/etag.js'
-import { ApiError } from './errors.js'
+import { ApiError, invalidField } from './errors.js'
 
 export const entityTag = (payload: string): string => `"${hash('sha256', payload, 'base64url').slice(0, 27)}"`
 
@@ -36,7 +36,18 @@ export const preconditionFailed = (): ApiError =>
 
 const CONDITIONAL_READS = new Set(['GET', 'HEAD', 'PATCH'])
 
+/** The most an If-None-Match or If-Match value may hold (openapi.yaml, IfNoneMatch and IfMatch). */
+const TAG_LIST_MAX = 1024
+
 export function registerConditionalRequests(app: FastifyInstance): void {
+  // A longer list of tags is a 400, as the spec's bound says, not a list searched tag by tag.
+  app.addHook('preValidation', async (request) => {
+    for (const name of ['If-None-Match', 'If-Match']) {
+      const value = request.headers[name.toLowerCase()]
+      if (value !== undefined && String(value).length > TAG_LIST_MAX) throw invalidField('header', `/${name}`, `must be at most ${TAG_LIST_MAX} characters`)
+    }
+  })
+
   app.addHook('onSend', async (request, reply, payload) => {
     const route = request.routeOptions.config.route
     if (!route || route.security !== 'ApiKey' || reply.statusCode !== 200 || typeof payload !== 'string') return payload

@@ -72,3 +72,23 @@ t.test('If-Match compares against the representation in the locale written', asy
   const wrongLocale = await call(t, app, { method: 'PATCH', url, key, body: { locale: 'fr', title: 'Coucou' }, headers: { 'if-match': base.headers.etag as string } })
   t.equal(wrongLocale.status, 412)
 })
+
+t.test('If-None-Match and If-Match longer than the spec’s 1024 characters are a 400, and nothing changes', async (t) => {
+  // They were read however long they were (found by an outside review).
+  const app = await testApp()
+  const { key } = await createProject()
+  const created = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Bounded' } })
+  const url = `/v1/changelog/${created.json.data.id}`
+  const etag = String((await call(t, app, { url, key })).headers.etag)
+  const long = `${etag}, ${'"x", '.repeat(250)}"y"`
+  t.ok(long.length > 1024)
+  const read = await call(t, app, { url, key, headers: { 'if-none-match': long } })
+  t.equal(read.status, 400)
+  t.match(read.json.errors, [{ in: 'header', path: '/If-None-Match' }])
+  const write = await call(t, app, { method: 'PATCH', url, key, body: { title: 'Changed' }, headers: { 'if-match': long } })
+  t.equal(write.status, 400)
+  t.match(write.json.errors, [{ in: 'header', path: '/If-Match' }])
+  t.equal((await call(t, app, { url, key })).json.data.title, 'Bounded', 'nothing changed')
+  const atTheBound = `${etag}, ${'"x", '.repeat(250)}`.slice(0, 1024)
+  t.equal((await call(t, app, { url, key, headers: { 'if-none-match': atTheBound } })).status, 304, '1024 characters are read')
+})
