@@ -25,7 +25,7 @@ import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
-import { refuseUndecodableQuery, validatorCompiler } from './http/validation.js'
+import { refuseUndecodableUrl, routableUrl, validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
 const DOCS = '/docs'
@@ -52,8 +52,9 @@ declare module 'fastify' {
 }
 
 /**
- * The router refuses a URL it cannot decode (the client's malformed request: 400) and a path
- * segment over maxParamLength (longer than any id, so an id of the wrong shape: 404).
+ * The router refuses a path segment over maxParamLength (longer than any id, so an id of the
+ * wrong shape: 404), and a URL it cannot decode, which routableUrl (validation.ts) leaves it none
+ * of: such a path is routed as its text and refused after the guard.
  */
 function routerProblem(error: FastifyError): ApiError {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return new ApiError('not_found', 'No such resource.')
@@ -109,6 +110,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // while draining are served, since the pool closes only after the server has.
     return503OnClosing: false,
     routerOptions: { maxParamLength: 200 },
+    // A path that does not decode is routed as its text, and refused after the guard (validation.ts).
+    rewriteUrl: routableUrl,
     // Errors found before routing (a URL that cannot be decoded) skip the hooks: set the id here.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id)
@@ -144,7 +147,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   app.setValidatorCompiler(validatorCompiler)
-  app.addHook('preValidation', refuseUndecodableQuery)
+  app.addHook('preValidation', refuseUndecodableUrl)
   registerJsonParser(app, BODY_LIMIT)
   registerFormParser(app, BODY_LIMIT)
 

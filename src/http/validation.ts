@@ -2,6 +2,7 @@
 // of unknown fields, no defaults filled in (the handlers apply the documented defaults). Path
 // and query strings arrive as text: query integers alone are converted, and only when they are
 // plain decimal integers.
+import type { IncomingMessage } from 'node:http'
 import { Ajv2020, type Options, type ValidateFunction } from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import type { FastifyRequest, FastifySchemaCompiler } from 'fastify'
@@ -86,13 +87,37 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
   return validate
 }
 
+/** Set on a request whose path the router could not have decoded (routableUrl). */
+const UNDECODABLE_PATH = Symbol('undecodable path')
+
 /**
- * A preValidation hook: a query string whose names or values are not percent-encoded UTF-8
- * (`%ZZ`, a cut-off `%E0%A4%A`, an encoded lone surrogate) is a 400. The query parser keeps
- * such text as it came, so a free-text parameter (a changelog `label`) would otherwise take
- * `%ZZ` for the `%25ZZ` it cannot be told from.
+ * Fastify's rewriteUrl. The router refuses a path that is not percent-encoded UTF-8 (`%ZZ`, an
+ * encoded lone surrogate) before any hook runs, so its 400 came ahead of the 401 and 403 that
+ * the contract puts first. Such a path is routed as the text it is (each `%` escaped), marked,
+ * and refused by refuseUndecodableUrl once the guard has had its say. Any other URL is left as
+ * it came.
  */
-export async function refuseUndecodableQuery(request: FastifyRequest): Promise<void> {
+export function routableUrl(request: IncomingMessage): string {
+  const url = request.url ?? '/'
+  const end = url.indexOf('?')
+  const path = end < 0 ? url : url.slice(0, end)
+  if (!path.includes('%') || decoded(path) !== undefined) return url
+  Object.assign(request, { [UNDECODABLE_PATH]: true })
+  return path.replaceAll('%', '%25') + (end < 0 ? '' : url.slice(end))
+}
+
+/**
+ * A preValidation hook, so after the guard: an operation's path the router could not have
+ * decoded (routableUrl), or a query string whose names or values are not percent-encoded UTF-8 (`%ZZ`,
+ * a cut-off `%E0%A4%A`, an encoded lone surrogate), is a 400. The query parser keeps such text
+ * as it came, so a free-text parameter (a changelog `label`) would otherwise take `%ZZ` for the
+ * `%25ZZ` it cannot be told from.
+ */
+export async function refuseUndecodableUrl(request: FastifyRequest): Promise<void> {
+  // Under an operation's route; a path that names none is a 404 like any unknown path.
+  if (UNDECODABLE_PATH in request.raw && request.routeOptions.config.route) {
+    throw new ApiError('validation_failed', 'The URL is not valid percent-encoded UTF-8.', { errors: [{ in: 'path', path: '', message: 'is not valid percent-encoding' }] })
+  }
   const url = request.raw.url ?? ''
   const start = url.indexOf('?')
   // Only a % escape can fail to decode: most query strings have none.

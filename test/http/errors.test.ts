@@ -132,6 +132,31 @@ t.test('URLs that cannot be decoded are 4xx problem+json', async (t) => {
   }
 })
 
+t.test('a path that cannot be decoded keeps the order of checks: 401 and 403 come before its 400', async (t) => {
+  // The router refused such a path before any hook, so a request without a key got the 400
+  // (found by an outside review); the contract puts 401, then 403, ahead of 400.
+  const app = await testApp()
+  const pro = await createProject()
+  const free = await createProject({ plan: 'free' })
+  const noBeta = await createProject({ beta: false })
+  const cases: [string, { method?: 'GET' | 'DELETE'; url: string; key?: string }, number, string][] = [
+    ['no key', { method: 'DELETE', url: '/v1/changelog/%ZZ' }, 401, 'unauthorized'],
+    ['an unknown key', { url: '/v1/beta/programs/%E0%A4%A', key: `fbk_${'x'.repeat(40)}` }, 401, 'unauthorized'],
+    ['a write on the free plan', { method: 'DELETE', url: '/v1/changelog/%ZZ', key: free.key }, 403, 'plan_required'],
+    ['the beta feature off', { url: '/v1/beta/programs/%ED%A0%80', key: noBeta.key }, 403, 'beta_disabled'],
+    ['a key that may', { method: 'DELETE', url: '/v1/changelog/%ZZ', key: pro.key }, 400, 'validation_failed'],
+    ['a key that may, the query undecodable too', { url: '/v1/changelog/%ZZ?locale=%ZZ', key: pro.key }, 400, 'validation_failed'],
+    ['no such path', { url: '/nowhere/%ZZ' }, 404, 'not_found'],
+  ]
+  for (const [what, request, status, code] of cases) {
+    const res = await call(t, app, request)
+    t.equal(res.status, status, what)
+    t.equal(res.json.code, code, what)
+  }
+  const admin = await call(t, app, { url: '/admin/v1/projects/%ZZ' })
+  t.equal(admin.status, 401, 'the operator API: no token, 401 first')
+})
+
 t.test('a field required by another field is reported at the missing field', async (t) => {
   const app = await testApp()
   const { key } = await createProject()

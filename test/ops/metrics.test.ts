@@ -72,7 +72,8 @@ t.test('requests are counted and timed by method, route template and status', as
 
 t.test('unknown URLs share one route label: random paths add no series', async (t) => {
   const app = await testApp({ logLevel: 'silent' })
-  // A path nobody serves (404), a method a path lacks (405), a URL that cannot be decoded (400, refused by the router).
+  // A path nobody serves (404), a method a path lacks (405), an operation's path that cannot be
+  // decoded (its key is checked first: a 401, under the operation's route).
   const strangers = () => [
     { url: `/${randomBytes(8).toString('hex')}/prj_${randomBytes(10).toString('hex')}?email=ada@example.com` },
     { method: 'PUT' as const, url: `/v1/changelog?${randomBytes(4).toString('hex')}=1` },
@@ -88,7 +89,7 @@ t.test('unknown URLs share one route label: random paths add no series', async (
   const before = await scrape(t, app)
   t.equal(value(before, 'http_requests_total', { method: 'GET', route: 'unmatched', status: 404 }), 1)
   t.equal(value(before, 'http_requests_total', { method: 'PUT', route: 'unmatched', status: 405 }), 1)
-  t.equal(value(before, 'http_requests_total', { method: 'GET', route: 'unmatched', status: 400 }), 1, 'the router’s own refusals are counted too')
+  t.equal(value(before, 'http_requests_total', { method: 'GET', route: '/v1/changelog/:id', status: 401 }), 1, 'an undecodable id, under its route')
   for (let i = 0; i < 5; i++) for (const request of strangers()) await call(t, app, request)
   const after = await scrape(t, app)
   t.same(series(after), series(before), 'no new label value')
