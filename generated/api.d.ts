@@ -1386,7 +1386,10 @@ export interface components {
         SemVer: string;
         /**
          * @description A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,
-         *     region and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).
+         *     region and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47
+         *     that do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),
+         *     private use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the
+         *     grandfathered tags (`i-klingon`; write `tlh`).
          * @example pt-BR
          */
         Locale: string;

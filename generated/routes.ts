@@ -2091,7 +2091,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
@@ -2183,7 +2183,7 @@ export const routes: RouteSpec[] = [
                   "locale": {
                     "type": "string",
                     "maxLength": 35,
-                    "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+                    "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
                     "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
                   },
                   "version": {
@@ -2417,7 +2417,7 @@ export const routes: RouteSpec[] = [
                 "locale": {
                   "type": "string",
                   "maxLength": 35,
-                  "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+                  "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
                   "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
                 },
                 "version": {
@@ -2486,7 +2486,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
@@ -2554,7 +2554,7 @@ export const routes: RouteSpec[] = [
                 "locale": {
                   "type": "string",
                   "maxLength": 35,
-                  "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+                  "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
                   "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
                 },
                 "version": {
@@ -2678,7 +2678,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
@@ -2754,7 +2754,7 @@ export const routes: RouteSpec[] = [
                 "locale": {
                   "type": "string",
                   "maxLength": 35,
-                  "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+                  "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
                   "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
                 },
                 "version": {
@@ -2823,7 +2823,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
@@ -4751,7 +4751,7 @@ export const routes: RouteSpec[] = [
                           "locale": {
                             "type": "string",
                             "maxLength": 35,
-                            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+                            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
                             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
                           },
                           "version": {
@@ -5212,7 +5212,7 @@ export const routes: RouteSpec[] = [
                         "locale": {
                           "type": "string",
                           "maxLength": 35,
-                          "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+                          "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
                           "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
                         },
                         "version": {
@@ -6846,7 +6846,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
@@ -6905,7 +6905,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           }
@@ -6941,7 +6941,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
@@ -6983,7 +6983,7 @@ export const routes: RouteSpec[] = [
           "locale": {
             "type": "string",
             "maxLength": 35,
-            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`).\n",
+            "description": "A BCP 47 language tag such as `en`, `pt-BR` or `zh-Hant`: language, then optional script,\nregion and variants. Stored in canonical case (`pt-br` becomes `pt-BR`). The parts of BCP 47\nthat do not name a language to write in are refused (`400`): extensions (`-u-co-phonebk`),\nprivate use (`-x-...`), extended language subtags (`zh-yue`; write `yue`) and the\ngrandfathered tags (`i-klingon`; write `tlh`).\n",
             "x-expected": "a BCP 47 language tag such as en, pt-BR or zh-Hant",
             "pattern": "^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$"
           },
