@@ -38,12 +38,16 @@ const CONDITIONAL_READS = new Set(['GET', 'HEAD', 'PATCH'])
 
 /** The most an If-None-Match or If-Match value may hold (openapi.yaml, IfNoneMatch and IfMatch). */
 const TAG_LIST_MAX = 1024
+const BOUNDED_HEADERS = [
+  ['if-none-match', 'If-None-Match'],
+  ['if-match', 'If-Match'],
+] as const
 
 export function registerConditionalRequests(app: FastifyInstance): void {
   // A longer list of tags is a 400, as the spec's bound says, not a list searched tag by tag.
   app.addHook('preValidation', async (request) => {
-    for (const name of ['If-None-Match', 'If-Match']) {
-      const value = request.headers[name.toLowerCase()]
+    for (const [header, name] of BOUNDED_HEADERS) {
+      const value = request.headers[header]
       if (value !== undefined && String(value).length > TAG_LIST_MAX) throw invalidField('header', `/${name}`, `must be at most ${TAG_LIST_MAX} characters`)
     }
   })
