@@ -13,8 +13,9 @@
 // A use that was not written (its minute not over) stays in its instance's map, and is tried
 // at every flush until it is written or a later use is stored. An instance that stops with such
 // uses hands them to the database (api_key_deferred_uses, which writes no api_keys row), and
-// the next flush of any instance takes them back as its own. No use is lost to a graceful stop,
-// so once requests stop, the value settles on the exact time of the last one.
+// a flush of any instance takes them back as its own (each instance looks once a minute). No
+// use is lost to a graceful stop, so once requests stop, the value settles on the exact time of
+// the last one.
 // How far it trails, with I the flush interval (10 s by default): a request on A at time u is
 // in A's map at once, and A's next flush, by u + I, writes it, unless the row was written in
 // the minute before, at w > u + I - 60; A then writes it at its first flush after w + 60, by
@@ -31,6 +32,12 @@ import { sqlState } from '../db/results.js'
 
 /** Flushes every 10 s by default: the value trails by the minute between writes and this. */
 const KEY_USAGE_FLUSH_MS = 10_000
+/**
+ * How often a flush takes back what stopped instances handed over: the first flush, then once a
+ * minute (a handed-over use waits for its key's minute anyway), so that an idle instance runs a
+ * statement a minute, not one a flush.
+ */
+const TAKE_DEFERRED_EVERY_MS = 60_000
 /** Keys remembered between two flushes, per instance (about 150 bytes each): beyond, new keys wait for the next flush. */
 const KEY_USAGE_MAX_KEYS = 10_000
 
@@ -62,6 +69,7 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
   let noted = new Map<string, number>()
   let failing = false
   let running: Promise<void> | undefined
+  let nextTake = -Infinity
 
   /** Puts back uses that were not written, unless a later one was noted meanwhile. */
   function keep(uses: Iterable<[string, number]>) {
@@ -78,7 +86,12 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
     noted = new Map()
     try {
       // What stopped instances handed over joins this instance's own uses; the later use wins.
-      for (const { keyHash, usedAt } of await options.takeDeferred()) {
+      let taken: KeyUse[] = []
+      if (now() >= nextTake) {
+        taken = await options.takeDeferred()
+        nextTake = now() + TAKE_DEFERRED_EVERY_MS
+      }
+      for (const { keyHash, usedAt } of taken) {
         const mine = batch.get(keyHash)
         if (mine === undefined || mine < usedAt.getTime()) batch.set(keyHash, usedAt.getTime())
       }

@@ -1,14 +1,14 @@
 // One database per test process (a folder's test files share one: test/helpers/folder-suite.ts):
 // in-memory PGlite by default, or PostgreSQL when DATABASE_URL is set. Tests never truncate or
 // share rows: each makes its own project.
-import { and, eq, gt, sql, type SQLWrapper } from 'drizzle-orm'
+import { and, eq, gt, NoopLogger, sql, type SQLWrapper } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import postgres from 'postgres'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { loadConfig } from '../../src/config.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
 import { changelog_entries } from '../../src/db/schema.js'
@@ -227,4 +227,20 @@ export function indexScans(plan: string): IndexScan[] {
     scans.push(scan)
   }
   return scans
+}
+
+/**
+ * The statements Drizzle runs from now until the test ends, on either driver, as their SQL: it
+ * logs each to its NoopLogger, which this replaces for the test. Left out: the last_used_at
+ * flushes that the timer of every app in this process runs on its own (http/key-usage.ts), which
+ * belong to no request.
+ */
+export function statementsRun(tt: Test): { list: () => string[]; clear: () => void } {
+  const statements: string[] = []
+  const logger = NoopLogger.prototype as { logQuery: (query: string) => void }
+  const original = logger.logQuery
+  logger.logQuery = (query) => void statements.push(query)
+  tt.teardown(() => void (logger.logQuery = original))
+  const background = /api_key_deferred_uses|last_used_written_at/
+  return { list: () => statements.filter((query) => !background.test(query)), clear: () => void (statements.length = 0) }
 }

@@ -3,13 +3,12 @@
 // reset another client's budget. Each test runs in memory and with Redis; each picks client
 // addresses and keys of its own, so runs sharing one Redis do not meet.
 import { randomBytes, randomInt } from 'node:crypto'
-import { NoopLogger } from 'drizzle-orm'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { hashApiKey } from '../../src/domain/secrets.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
-import { testDatabase } from '../helpers/db.js'
+import { statementsRun, testDatabase } from '../helpers/db.js'
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
 const BACKENDS = [
@@ -92,12 +91,7 @@ for (const backend of BACKENDS) {
 
   t.test(`${backend.name}: an unknown key costs one statement, on every kind of operation`, async (t) => {
     const app = await testApp({ redisUrl: backend.redisUrl })
-    const statements: string[] = []
-    // Drizzle logs every statement it runs, on both drivers, to a NoopLogger unless told otherwise.
-    const logger = NoopLogger.prototype as { logQuery: (query: string) => void }
-    const original = logger.logQuery
-    logger.logQuery = (query) => void statements.push(query)
-    t.teardown(() => void (logger.logQuery = original))
+    const statements = statementsRun(t)
     const cases: [string, { method?: 'GET' | 'POST' | 'PATCH'; url: string; body?: unknown }][] = [
       ['a list (key-scoped read)', { url: '/v1/changelog' }],
       ['a read by id', { url: '/v1/changelog/ch_000000000000000000000' }],
@@ -107,19 +101,19 @@ for (const backend of BACKENDS) {
       ['a write refused 404', { method: 'PATCH', url: '/v1/beta/programs/nope', body: { name: 'x' } }],
     ]
     for (const [name, request] of cases) {
-      statements.length = 0
+      statements.clear()
       const res = await call(t, app, { ...request, key: randomKey(), remoteAddress: randomAddress() })
       t.equal(res.status, 401, name)
-      t.equal(statements.length, 1, `${name}: one statement (${statements.length} ran)`)
+      t.equal(statements.list().length, 1, `${name}: one statement (${statements.list().length} ran)`)
     }
     // A page with rows proves the key by itself (an empty one is followed by a lookup).
     const { id, key } = await createProject()
     await makeRepos((await testDatabase()).db).changelog.create(id, { title: 'Out', body: '', body_html: '', labels: [], version: '1.0.0', locale: 'en', published_at: new Date(Date.now() - 1000) })
     const reads: number[] = []
     for (let i = 0; i < 3; i++) {
-      statements.length = 0
+      statements.clear()
       t.equal((await call(t, app, { url: '/v1/changelog', key })).status, 200)
-      reads.push(statements.length)
+      reads.push(statements.list().length)
     }
     t.same(reads, [2, 1, 1], 'a live key is looked up ahead of its first read of the window only')
   })

@@ -7,11 +7,10 @@ import { routes, type OperationId } from '../../generated/routes.js'
 import { handlers } from '../../src/handlers/index.js'
 import { readByKey, readsByKey } from '../../src/http/guard.js'
 import type { Handler, HandlerMap } from '../../src/http/types.js'
-import { NoopLogger } from 'drizzle-orm'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { ADMIN_TOKEN, call, testApp } from '../helpers/app.js'
-import { testDatabase } from '../helpers/db.js'
+import { statementsRun, testDatabase } from '../helpers/db.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
@@ -98,15 +97,11 @@ t.test('a read that does not opt in has its key looked up first, like a write', 
   }
   const overrides: Partial<HandlerMap> = { listChangelogEntries: aggregate }
   const w = await world(t, overrides)
-  const statements: string[] = []
-  const logger = NoopLogger.prototype as { logQuery: (query: string) => void }
-  const original = logger.logQuery
-  logger.logQuery = (query) => void statements.push(query)
-  t.teardown(() => void (logger.logQuery = original))
+  const statements = statementsRun(t)
   for (let i = 0; i < 2; i++) {
-    statements.length = 0
+    statements.clear()
     t.equal((await call(t, w.app, { url: '/v1/changelog', key: w.key })).status, 200)
-    t.equal(statements.length, 1, 'the guard looks the key up on every request, counted or not')
+    t.equal(statements.list().length, 1, 'the guard looks the key up on every request, counted or not')
   }
   t.same(seen.map((p) => typeof (p as { projectId?: unknown })?.projectId), ['string', 'string'], 'the handler gets the key\'s project')
   t.equal((await w.revoke()).status, 204)

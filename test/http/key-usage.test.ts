@@ -138,3 +138,15 @@ t.test('a database that is down as the app closes: the loss is logged, nothing t
   await h.usage.close()
   t.match(h.logged, ['warn could not record API key uses (last_used_at); retrying at the next flush', /^warn could not hand over/])
 })
+
+t.test('handed-over uses are looked for at the first flush, then once a minute', async (t) => {
+  const h = harness()
+  await h.usage.flush()
+  h.deferred.set('a', 999_000)
+  await h.usage.flush()
+  t.same(h.writes, [], 'not looked for again within the minute')
+  h.clock.now += 60_000
+  await h.usage.flush()
+  t.same(h.writes.map(times), [{ a: 999_000 }], 'taken back once the minute has passed')
+  t.same([...h.deferred], [])
+})
