@@ -46,7 +46,7 @@ export interface KeyUsageOptions {
   write(uses: KeyUse[]): Promise<{ pending: string[] }>
   /** Hands over, as the app closes, the uses that are still to be written. */
   defer(uses: KeyUse[]): Promise<void>
-  /** Takes back what instances that stopped handed over (defer), at the start of each flush. */
+  /** Takes back what instances that stopped handed over (defer): at the first flush, then once a minute. */
   takeDeferred(): Promise<KeyUse[]>
   log: FastifyBaseLogger
   now?: () => number
