@@ -208,8 +208,9 @@ const toView = (entry: EntryRow & { status: PublishingState }, translation?: Pic
 /**
  * Marks the project's public changelog as changed now (schema.ts, public_changed_at), on every
  * write of an entry it shows: one that leaves a page or feed (deleted, unpublished, a label
- * taken off, a translation deleted) is a change that no shown entry's times record. The feeds' Last-Modified
- * moves with it, so that a reader polling with If-Modified-Since alone sees the removal.
+ * taken off, a translation deleted) is a change that no shown entry's times record. The feeds'
+ * Last-Modified moves with it, so that a reader polling with If-Modified-Since alone sees the
+ * removal.
  */
 const publicChanged = (tx: Database, projectId: string) => tx.update(projects).set({ public_changed_at: dbNow }).where(eq(projects.id, projectId))
 
