@@ -51,6 +51,9 @@ declare module 'fastify' {
   }
 }
 
+/** The portal's operations whose URL or form holds a tester's token (PAGE_HEADERS sets noindex on their pages). */
+const CREDENTIAL_PAGES = new Set(['getBetaJoinPage', 'answerBetaInvitation', 'submitBetaFeedback'])
+
 /**
  * The router refuses a path segment over maxParamLength (longer than any id, so an id of the
  * wrong shape: 404), and a URL it cannot decode, which routableUrl (validation.ts) leaves it none
@@ -169,6 +172,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id)
     reply.headers(NOSNIFF)
+    // The join page, its answers and the feedback form hold a credential in their URL or form:
+    // every answer to them is noindex (contract §13), a refusal (400 problem+json) included.
+    if (CREDENTIAL_PAGES.has(request.routeOptions.config.route?.operationId ?? '')) reply.header('x-robots-tag', 'noindex')
     if (request.routeOptions.url === `${DOCS}/` && typeof payload === 'string') reply.header('content-security-policy', docsPolicy(payload))
   })
   app.addHook('onRequestAbort', logClientGone)

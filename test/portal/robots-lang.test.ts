@@ -40,6 +40,18 @@ t.test('the join page, its answers, the feedback form and its answers, and signu
   const revoked = await call(t, app, { url: `/beta/join?token=${second.token}` })
   t.equal(revoked.status, 410)
   t.equal(revoked.headers['x-robots-tag'], 'noindex', 'the revoked page too')
+
+  // Refused before any page is made (a 400 problem+json): the URL or form holds a token all the same.
+  const refusals: [string, () => Promise<Res>][] = [
+    ['the join page with a parameter it does not take', () => call(t, app, { url: `/beta/join?token=${token}&x=1` })],
+    ['an answer that is neither accept nor decline', () => call(t, app, { method: 'POST', url: '/beta/join', body: form({ token, action: 'bogus' }), headers: FORM })],
+    ['feedback with a rating out of range', () => feedback({ token, body: 'Hm', rating: '9' })],
+  ]
+  for (const [what, load] of refusals) {
+    const res = await load()
+    t.equal(res.status, 400, what)
+    t.equal(res.headers['x-robots-tag'], 'noindex', `${what}: X-Robots-Tag: noindex`)
+  }
 })
 
 t.test('the public changelog may be indexed, in its entries’ language', async (t) => {
