@@ -148,8 +148,21 @@ export async function checkBreaking(before: JsonObject, after: JsonObject): Prom
 }
 
 /** The release bookkeeping: the released version is recorded in the API changelog, and the current one does not go back. */
+/** The operations and webhooks a document offers, named `GET /v1/...` and `webhook <name>`. */
+const surface = (doc: JsonObject): string[] => [
+  ...Object.entries((doc.paths ?? {}) as Record<string, JsonObject>).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`)),
+  ...Object.keys(doc.webhooks ?? {}).map((name) => `webhook ${name}`),
+]
+
 export function releaseProblems(released: JsonObject, current: JsonObject, changelog: string): string[] {
   const problems: string[] = []
+  // The gate protects what was released: a new operation or webhook is released in the commit
+  // that adds it (a new minor version), or clients generated from it would have no protection.
+  const releasedSurface = new Set(surface(released))
+  const unreleased = surface(current).filter((name) => !releasedSurface.has(name))
+  if (unreleased.length) {
+    problems.push(`not in the released document, so unprotected by this gate: ${unreleased.join(', ')}; release them as a new minor version (CHANGELOG-API.md)`)
+  }
   const version = String(released.info?.version)
   if (!new RegExp(`^## ${version.replace(/\./g, '\\.')}\\b`, 'm').test(changelog)) problems.push(`CHANGELOG-API.md has no "## ${version}" section for the released document`)
   const parts = (v: string) => v.split(/[.-]/).slice(0, 3).map(Number)
