@@ -5,11 +5,16 @@
 //
 // Optic (@useoptic/optic, its `breaking-changes` standard, run offline) finds operations,
 // response properties and status codes removed, request properties or parameters made required
-// and types changed. Two rules of ours it does not hold, and breakingChanges() below does:
+// and types changed. The rules it does not hold, ownBreaks() below does:
 // - a response enum value removed: our response enums are `x-extensible-enum` (values may be
 //   added), which Optic does not read, and in a closed `enum` it flags additions instead;
 // - a response property removed whose schema is a union: Optic skips every nullable field
-//   (`oneOf: [..., {type: 'null'}]`), leaving it to a union rule that does not see removals.
+//   (`oneOf: [..., {type: 'null'}]`), leaving it to a union rule that does not see removals;
+// - a response value that may now be null (the same blind spot);
+// - a query parameter removed: an unknown query parameter is a 400, so clients that send it fail;
+// - a request value refused that was taken: null no longer accepted, a bound narrowed (maxLength,
+//   maximum, maxItems, their minimums), a pattern changed; in bodies and parameters alike.
+// And releaseProblems() fails on an operation or webhook the released document lacks.
 //
 // `npm run check:breaking` compares generated/openapi.json with the released document;
 // `npm run check:breaking -- <old.json> <new.json>` compares two files.
@@ -110,7 +115,64 @@ function compareReadSchemas(before: JsonObject, after: JsonObject, a: Json, b: J
   if (va.items && vb.items) compareReadSchemas(before, after, va.items, vb.items, `${where}[]`, out, seen)
 }
 
-/** What Optic does not hold (see the top of this file): removed response enum values and removed properties of any schema. */
+/** Whether a schema admits null: `type` with null, or a branch of oneOf/anyOf that is null. */
+function nullable(doc: JsonObject, schema: Json): boolean {
+  const s = deref(doc, schema)
+  if (s.type === 'null' || (Array.isArray(s.type) && s.type.includes('null'))) return true
+  return [...(s.oneOf ?? []), ...(s.anyOf ?? [])].some((branch: Json) => nullable(doc, branch))
+}
+
+/** The schema of the value, past the null branch of a nullable. */
+function valueSchema(doc: JsonObject, schema: Json): JsonObject {
+  const s = deref(doc, schema)
+  const branches = [...(s.oneOf ?? []), ...(s.anyOf ?? [])].filter((branch: Json) => !nullable(doc, branch))
+  return branches.length === 1 ? deref(doc, branches[0]) : s
+}
+
+/** Bounds whose move in this direction refuses a value a client may send today. */
+const NARROWING: [string, 'down' | 'up'][] = [
+  ['maxLength', 'down'], ['maxItems', 'down'], ['maxProperties', 'down'], ['maximum', 'down'], ['exclusiveMaximum', 'down'],
+  ['minLength', 'up'], ['minItems', 'up'], ['minProperties', 'up'], ['minimum', 'up'], ['exclusiveMinimum', 'up'],
+]
+
+/** What a client may send and `after` refuses: null no longer taken, a bound narrowed, a pattern changed; through properties and items. */
+function compareWriteSchemas(before: JsonObject, after: JsonObject, a: Json, b: Json, where: string, out: string[], seen = new Set<string>()): void {
+  const key = `${JSON.stringify(a)}|${JSON.stringify(b)}|${where}`
+  if (seen.has(key) || seen.size > 5000 || a === undefined || b === undefined) return
+  seen.add(key)
+  if (nullable(before, a) && !nullable(after, b)) out.push(`${where}: no longer accepts null`)
+  const [sa, sb] = [valueSchema(before, a), valueSchema(after, b)]
+  for (const [bound, direction] of NARROWING) {
+    const [was, is] = [sa[bound], sb[bound]]
+    if (typeof is === 'number' && (typeof was !== 'number' || (direction === 'down' ? is < was : is > was))) out.push(`${where}: ${bound} narrowed from ${was ?? 'none'} to ${is}`)
+  }
+  if (sb.pattern !== undefined && sb.pattern !== sa.pattern) out.push(`${where}: pattern changed from ${JSON.stringify(sa.pattern ?? null)} to ${JSON.stringify(sb.pattern)}`)
+  const [va, vb] = [objectView(before, a), objectView(after, b)]
+  for (const [name, schema] of Object.entries(va.properties)) if (name in vb.properties) compareWriteSchemas(before, after, schema, vb.properties[name], `${where}/${name}`, out, seen)
+  if (va.items && vb.items) compareWriteSchemas(before, after, va.items, vb.items, `${where}[]`, out, seen)
+}
+
+/** A response property that may be null now and could not be before, walking both schemas alike. */
+function compareNullability(before: JsonObject, after: JsonObject, a: Json, b: Json, where: string, out: string[], seen = new Set<string>()): void {
+  const key = `${JSON.stringify(a)}|${JSON.stringify(b)}|${where}`
+  if (seen.has(key) || seen.size > 5000 || a === undefined || b === undefined) return
+  seen.add(key)
+  if (!nullable(before, a) && nullable(after, b)) out.push(`${where}: response value may now be null`)
+  const [va, vb] = [objectView(before, a), objectView(after, b)]
+  for (const [name, schema] of Object.entries(va.properties)) if (name in vb.properties) compareNullability(before, after, schema, vb.properties[name], `${where}/${name}`, out, seen)
+  if (va.items && vb.items) compareNullability(before, after, va.items, vb.items, `${where}[]`, out, seen)
+}
+
+/** An operation's parameters by `in` and name. */
+const parametersOf = (doc: JsonObject, item: JsonObject, op: JsonObject): Map<string, JsonObject> =>
+  new Map([...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: Json) => deref(doc, p)).map((p: JsonObject) => [`${p.in} ${p.name}`, p]))
+
+/**
+ * What Optic does not hold (see the top of this file): removed response enum values and removed
+ * properties of any schema; response values that may now be null; query parameters removed
+ * (unknown ones are a 400); request values refused that were taken (null, a narrower bound, a
+ * new pattern), in bodies and parameters alike.
+ */
 export function ownBreaks(before: JsonObject, after: JsonObject): string[] {
   const out: string[] = []
   for (const [path, item] of Object.entries((before.paths ?? {}) as JsonObject)) {
@@ -124,8 +186,25 @@ export function ownBreaks(before: JsonObject, after: JsonObject): string[] {
         if (!rb) continue
         for (const [media, content] of Object.entries((ra.content ?? {}) as JsonObject)) {
           const cb = rb.content?.[media]
-          if (cb) compareReadSchemas(before, after, (content as JsonObject).schema, cb.schema, `${method.toUpperCase()} ${path} ${status}`, out)
+          if (!cb) continue
+          compareReadSchemas(before, after, (content as JsonObject).schema, cb.schema, `${method.toUpperCase()} ${path} ${status}`, out)
+          compareNullability(before, after, (content as JsonObject).schema, cb.schema, `${method.toUpperCase()} ${path} ${status}`, out)
         }
+      }
+      const operation = `${method.toUpperCase()} ${path}`
+      const [pa, pb] = [parametersOf(before, item as JsonObject, opBefore), parametersOf(after, after.paths[path] as JsonObject, opAfter)]
+      for (const [name, parameter] of pa) {
+        const now = pb.get(name)
+        if (!now) {
+          if (parameter.in === 'query') out.push(`${operation}: query parameter ${parameter.name} removed (an unknown query parameter is a 400)`)
+          continue
+        }
+        compareWriteSchemas(before, after, parameter.schema, now.schema, `${operation} ${name}`, out)
+      }
+      const [ba, bb] = [opBefore.requestBody && deref(before, opBefore.requestBody), opAfter.requestBody && deref(after, opAfter.requestBody)]
+      for (const [media, content] of Object.entries((ba?.content ?? {}) as JsonObject)) {
+        const cb = bb?.content?.[media]
+        if (cb) compareWriteSchemas(before, after, (content as JsonObject).schema, cb.schema, `${operation} body`, out)
       }
     }
   }
@@ -135,7 +214,11 @@ export function ownBreaks(before: JsonObject, after: JsonObject): string[] {
       const b = (after.webhooks?.[name] as JsonObject | undefined)?.[method]?.requestBody
       if (!a) continue
       if (!b) out.push(`webhook ${name}: removed`)
-      else compareReadSchemas(before, after, deref(before, a).content?.['application/json']?.schema, deref(after, b).content?.['application/json']?.schema, `webhook ${name}`, out)
+      else {
+        const [sa, sb] = [deref(before, a).content?.['application/json']?.schema, deref(after, b).content?.['application/json']?.schema]
+        compareReadSchemas(before, after, sa, sb, `webhook ${name}`, out)
+        compareNullability(before, after, sa, sb, `webhook ${name}`, out)
+      }
     }
   }
   return [...new Set(out)]

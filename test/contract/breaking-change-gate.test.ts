@@ -40,6 +40,24 @@ t.test('the gate fails on every breaking change, each named', async (t) => {
   expect(/GET \/v1\/changelog\/\{id\}: .*404/, 'a status code removed')
 })
 
+t.test('the gate fails on a value a client may send being refused, a response value becoming null, and a query parameter removed', async (t) => {
+  // Each of these passed the gate before (found by an outside review): Optic skips nullable
+  // unions and does not compare bounds, and ownBreaks looked only for removals in responses.
+  const cases: [string, (d: JsonObject) => void, RegExp][] = [
+    ['a request field no longer takes null', (d) => (d.components.schemas.BetaProgramCreate.properties.summary = { type: 'string', maxLength: 1000 }), /POST \/v1\/beta\/programs body\/summary: no longer accepts null/],
+    ['a response field may be null', (d) => (d.components.schemas.BetaProgram.properties.slug = { oneOf: [d.components.schemas.BetaProgram.properties.slug, { type: 'null' }] }), /GET \/v1\/beta\/programs\/\{id\} 200\/data\/slug: response value may now be null/],
+    ['a query parameter removed', (d) => (d.paths['/v1/changelog'].get.parameters = d.paths['/v1/changelog'].get.parameters.filter((p: { $ref?: string }) => !p.$ref?.endsWith('/LabelQuery'))), /GET \/v1\/changelog: query parameter label removed/],
+    ['a maxLength lowered', (d) => (d.components.schemas.BetaTesterEnroll.properties.email.maxLength = 10), /body\/email: maxLength narrowed from \d+ to 10/],
+    ['a maxItems lowered', (d) => (d.components.schemas.ChangelogLabels.maxItems = 1), /labels: maxItems narrowed from 10 to 1/],
+    ['a parameter maximum lowered', (d) => (d.components.parameters.Limit25.schema.maximum = 10), /query limit: maximum narrowed from 100 to 10/],
+    ['a pattern changed', (d) => (d.components.schemas.HttpUrl.pattern = '^https://x$'), /pattern changed/],
+  ]
+  for (const [what, mutate, expected] of cases) {
+    const breaks = ownBreaks(released, changed(mutate))
+    t.ok(breaks.some((line) => expected.test(line)), `${what}: ${breaks.join('; ') || 'no break found'}`)
+  }
+})
+
 t.test('additive changes pass the gate', async (t) => {
   const grown = changed((d) => {
     const s = d.components.schemas
