@@ -25,7 +25,7 @@ import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
-import { refuseUndecodableUrl, routableUrl, validatorCompiler } from './http/validation.js'
+import { refuseUndecodableUrl, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
 const DOCS = '/docs'
@@ -61,9 +61,7 @@ const CREDENTIAL_PAGES = new Set(['getBetaJoinPage', 'answerBetaInvitation', 'su
  */
 function routerProblem(error: FastifyError): ApiError {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return new ApiError('not_found', 'No such resource.')
-  if (error.code === 'FST_ERR_BAD_URL') {
-    return new ApiError('validation_failed', 'The URL is not valid percent-encoded UTF-8.', { errors: [{ in: 'path', path: '', message: 'is not valid percent-encoding' }] })
-  }
+  if (error.code === 'FST_ERR_BAD_URL') return undecodablePath()
   return toApiError(error)
 }
 

@@ -122,15 +122,16 @@ async function feedReply(
   const state = await portalState(ctx, projectId, { locale, label, limit: FEED_SIZE, offset: 0 })
   if (!state) throw noFeed()
   const { project } = state
+  const changedAt = projectChangedAt(project)
   return conditionalReply(requestHeaders, {
     etag: changelogETag(contentType, { locale, label }, state, ctx.config.publicBaseUrl),
     contentType,
-    lastModified: feedUpdated({ entries: state.entries, projectChangedAt: projectChangedAt(project) }),
+    lastModified: feedUpdated({ entries: state.entries, projectChangedAt: changedAt }),
     headers: FEED_HEADERS,
     body: async () => {
       const entries = await shownEntries(ctx, state, locale)
       return streamed(
-        build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: projectChangedAt(project), baseUrl: ctx.config.publicBaseUrl }),
+        build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl }),
       )
     },
   })

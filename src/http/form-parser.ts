@@ -2,7 +2,7 @@
 // the /v1 API keeps answering 415 to anything but JSON, and a portal form refuses JSON.
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { ApiError } from './errors.js'
+import { ApiError, invalidField } from './errors.js'
 
 const FORM = /^application\/x-www-form-urlencoded(\s*;.*)?$/i
 const isPortal = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
@@ -31,7 +31,7 @@ function percentEncoded(text: string): boolean {
 export function registerFormParser(app: FastifyInstance, bodyLimit: number): void {
   app.addContentTypeParser(FORM, { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     if (!isPortal(request)) return done(notJson(), undefined)
-    const refuse = (message: string) => done(new ApiError('validation_failed', `body ${message}`, { errors: [{ in: 'body', path: '', message }] }), undefined)
+    const refuse = (message: string) => done(invalidField('body', '', message), undefined)
     // What a browser sends: percent-encoded UTF-8. Anything else would be stored with U+FFFD
     // (bytes that are not UTF-8) or as typed (`%zz`), never as the sender meant it.
     if (!isUtf8(body as Buffer)) return refuse('must be UTF-8, as a page’s form sends it')

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Repos } from '../db/repos/index.js'
-import { ApiError } from './errors.js'
+import { ApiError, invalidField } from './errors.js'
 import type { AppContext } from './types.js'
 
 declare module 'fastify' {
@@ -31,8 +31,7 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
   // Node joins a repeated header's values with ", " into one string that may pass KEY: count them.
   const sent = request.raw.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'idempotency-key').length
   if (typeof raw !== 'string' || !KEY.test(raw) || sent > 1) {
-    const message = 'must be 1 to 255 printable ASCII characters, sent once'
-    throw new ApiError('validation_failed', `header/Idempotency-Key ${message}`, { errors: [{ in: 'header', path: '/Idempotency-Key', message }] })
+    throw invalidField('header', '/Idempotency-Key', 'must be 1 to 255 printable ASCII characters, sent once')
   }
   return raw
 }

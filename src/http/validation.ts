@@ -87,6 +87,10 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
   return validate
 }
 
+/** The 400 for a path that is not percent-encoded UTF-8, whoever finds it (here, or the router: app.ts). */
+export const undecodablePath = (): ApiError =>
+  new ApiError('validation_failed', 'The URL is not valid percent-encoded UTF-8.', { errors: [{ in: 'path', path: '', message: 'is not valid percent-encoding' }] })
+
 /** Set on a request whose path the router could not have decoded (routableUrl). */
 const UNDECODABLE_PATH = Symbol('undecodable path')
 
@@ -115,9 +119,7 @@ export function routableUrl(request: IncomingMessage): string {
  */
 export async function refuseUndecodableUrl(request: FastifyRequest): Promise<void> {
   // Under an operation's route; a path that names none is a 404 like any unknown path.
-  if (UNDECODABLE_PATH in request.raw && request.routeOptions.config.route) {
-    throw new ApiError('validation_failed', 'The URL is not valid percent-encoded UTF-8.', { errors: [{ in: 'path', path: '', message: 'is not valid percent-encoding' }] })
-  }
+  if (UNDECODABLE_PATH in request.raw && request.routeOptions.config.route) throw undecodablePath()
   const url = request.raw.url ?? ''
   const start = url.indexOf('?')
   // Only a % escape can fail to decode: most query strings have none.

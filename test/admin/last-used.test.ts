@@ -73,14 +73,19 @@ t.test('reads that authenticate in their own statement are uses too; unknown key
   t.equal((await p.keys())[0]!.last_used_at, new Date(clock.now).toISOString())
 })
 
-t.test('the uses noted are written when the app closes', async (t) => {
-  const clock = { now: Date.now() - 3_000 }
+/** An app of the test's own, which it may close (testApp's are shared, and never closed by a test), on `clock`. */
+async function ownApp(clock: { now: number }) {
   const { buildApp } = await import('../../src/app.js')
   const { defaults } = await import('../../src/config.js')
-  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000 }, await testDatabase(), {
+  return buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000 }, await testDatabase(), {
     now: () => clock.now,
     keyUsage: { intervalMs: HOUR },
   })
+}
+
+t.test('the uses noted are written when the app closes', async (t) => {
+  const clock = { now: Date.now() - 3_000 }
+  const app = await ownApp(clock)
   const p = await project(t, app)
   t.equal((await call(t, app, { url: '/v1/changelog', key: p.key })).status, 200)
   await app.close()
@@ -93,16 +98,9 @@ t.test('the uses noted are written when the app closes', async (t) => {
 t.test('a use an app could not write before it closed (its minute not over) is written by the next app', async (t) => {
   // A graceful stop (a deploy) dropped such a use: last_used_at stayed on the use before it,
   // for good (found by an outside review). Two apps of their own, one after the other, as a
-  // restart runs them (testApp's are shared, and never closed by a test).
+  // restart runs them.
   const clock = { now: Date.now() - 10_000 }
-  const { buildApp } = await import('../../src/app.js')
-  const { defaults } = await import('../../src/config.js')
-  const ownApp = async () =>
-    buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000 }, await testDatabase(), {
-      now: () => clock.now,
-      keyUsage: { intervalMs: HOUR },
-    })
-  const first = await ownApp()
+  const first = await ownApp(clock)
   const p = await project(t, first)
   const usedAt = clock.now
   t.equal((await call(t, first, { url: '/v1/changelog', key: p.key })).status, 200)
@@ -112,7 +110,7 @@ t.test('a use an app could not write before it closed (its minute not over) is w
   t.equal((await call(t, first, { url: '/v1/changelog', key: p.key })).status, 200)
   await first.close()
 
-  const second = await ownApp()
+  const second = await ownApp(clock)
   t.teardown(() => second.close())
   const lastUsed = async () => ((await call(t, second, { url: `/admin/v1/projects/${p.id}/api-keys`, headers: admin })).json.data as { last_used_at: string | null }[])[0]!.last_used_at
   t.equal(await lastUsed(), new Date(usedAt).toISOString(), 'not written as the first closed: at most once a minute')

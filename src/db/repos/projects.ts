@@ -35,6 +35,9 @@ export interface KeyUse {
   usedAt: Date
 }
 
+/** Key uses as the JSON that json_to_recordset reads in recordKeyUse and deferKeyUses. */
+const usesJson = (uses: KeyUse[]) => JSON.stringify(uses.map((u) => ({ key_hash: u.keyHash, used_at: u.usedAt.toISOString() })))
+
 export function projectsRepo(db: Database) {
   async function insertKey(tx: Database, projectId: string, fields: ApiKeyFields = {}): Promise<{ key: ApiKeyRow; apiKey: string }> {
     const apiKey = newApiKey()
@@ -179,7 +182,7 @@ export function projectsRepo(db: Database) {
      */
     async recordKeyUse(uses: KeyUse[]): Promise<{ written: string[]; pending: string[] }> {
       if (uses.length === 0) return { written: [], pending: [] }
-      const json = JSON.stringify(uses.map((u) => ({ key_hash: u.keyHash, used_at: u.usedAt.toISOString() })))
+      const json = usesJson(uses)
       const result = await db.execute(sql`
         with used as (
           select key_hash, used_at from json_to_recordset(${json}::json) as u(key_hash text, used_at timestamptz)
@@ -207,7 +210,7 @@ export function projectsRepo(db: Database) {
      */
     async deferKeyUses(uses: KeyUse[]): Promise<void> {
       if (uses.length === 0) return
-      const json = JSON.stringify(uses.map((u) => ({ key_hash: u.keyHash, used_at: u.usedAt.toISOString() })))
+      const json = usesJson(uses)
       const d = api_key_deferred_uses
       await db.execute(sql`
         insert into ${d} (key_id, used_at)
