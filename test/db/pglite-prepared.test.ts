@@ -3,8 +3,9 @@
 import { PGlite, types } from '@electric-sql/pglite'
 import t from 'tap'
 import { PreparedPGlite } from '../../src/db/pglite-prepared.js'
+import { newPgliteDataDir } from '../helpers/db.js'
 
-const pg = new PreparedPGlite()
+const pg = new PreparedPGlite(undefined, { loadDataDir: await newPgliteDataDir() })
 t.teardown(() => pg.close())
 /** PGlite's own query(), on the same database, to compare with. */
 const plain = (text: string, params?: unknown[], options?: Parameters<PGlite['query']>[2]) => PGlite.prototype.query.call(pg, text, params, options)
@@ -106,7 +107,7 @@ t.test('a statement closed behind its back (DEALLOCATE ALL) is parsed again', as
 })
 
 t.test('the named statements are bounded: the least recently used is closed', async (t) => {
-  const small = new PreparedPGlite(undefined, undefined, { maxStatements: 3 })
+  const small = new PreparedPGlite(undefined, { loadDataDir: await newPgliteDataDir() }, { maxStatements: 3 })
   t.teardown(() => small.close())
   const held = async () => (await PGlite.prototype.query.call(small, 'select count(*)::int as n from pg_prepared_statements')).rows
   const texts = [1, 2, 3, 4, 5].map((n) => `select ${n} as n where $1::int is not null`)
@@ -145,7 +146,7 @@ t.test('a transaction or statement as the very first call waits for PGlite to be
   // wrapper's lock first waited for that query forever (seen as tests hanging on a loaded data
   // directory whose first call was a transaction).
   for (const first of ['transaction', 'query'] as const) {
-    const db = new PreparedPGlite()
+    const db = new PreparedPGlite(undefined, { loadDataDir: await newPgliteDataDir() })
     t.teardown(() => db.close())
     const answer =
       first === 'transaction'

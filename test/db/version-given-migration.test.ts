@@ -10,6 +10,7 @@ import { drizzle } from 'drizzle-orm/pglite'
 import { migrate } from 'drizzle-orm/pglite/migrator'
 import t from 'tap'
 import { migrationsFolder } from '../../src/paths.js'
+import { newPgliteDataDir } from '../helpers/db.js'
 
 const TAG = '0008_changelog_version_given'
 
@@ -28,7 +29,7 @@ function migrationsBefore(tag: string): string {
 
 t.test('a stored 1.0.0 becomes "not given", other versions stay, and new rows may have none', async (t) => {
   const before = migrationsBefore(TAG)
-  const client = new PGlite()
+  const client = new PGlite({ loadDataDir: await newPgliteDataDir() })
   t.teardown(async () => {
     await client.close()
     rmSync(before, { recursive: true, force: true })

@@ -3,7 +3,8 @@
 // share rows: each makes its own project.
 import { and, eq, gt, NoopLogger, sql, type SQLWrapper } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
@@ -36,50 +37,104 @@ async function migratedPostgres(url: string): Promise<DbHandle> {
 const root = new URL('../..', import.meta.url).pathname
 
 /**
- * What the migrated embedded database depends on: the migrations, the code that applies them,
- * and the PGlite that runs them (a data directory is only read by the version that wrote it).
+ * Data directories of the embedded database that tests load instead of making: a new PGlite runs
+ * initdb, about 3.7 s of CPU here, against 0.8 s to load a data directory (and a few milliseconds
+ * to unpack one for a server). The first test process to need one makes it and saves it in the
+ * temp directory as a `dumpDataDir()` tarball, written whole or not at all; every other process
+ * loads that copy. A copy is named by a hash of what it was made from (the PGlite that wrote it,
+ * since a data directory is read only by the version that wrote it, the code that opens it, and
+ * for the migrated one the migrations and the code that applies them), so a change makes a new
+ * one, never reuses a stale one; copies for other inputs (40 MB each) are removed once a day old.
  */
-function migratedPgliteKey(): string {
-  const hash = createHash('sha256')
-  const files = readdirSync(migrationsFolder, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => join(entry.parentPath, entry.name))
-    .sort()
-  const pglite = join(root, 'node_modules/@electric-sql/pglite/package.json')
-  for (const file of [...files, join(root, 'src/db/client.ts'), join(root, 'src/db/backfill.ts'), join(root, 'test/helpers/db.ts'), pglite]) {
-    hash.update(file.slice(root.length)).update('\0').update(readFileSync(file)).update('\0')
-  }
-  return hash.digest('hex').slice(0, 16)
+const SAVED = {
+  /** As initdb leaves it: what a first start finds in a new data directory. */
+  initdb: { prefix: 'feedback-test-pglite-initdb-', inputs: () => [] as string[] },
+  /** Every migration applied: the shared test database. */
+  migrated: {
+    prefix: 'feedback-test-pglite-migrated-',
+    inputs: () => [
+      ...readdirSync(migrationsFolder, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => join(entry.parentPath, entry.name)),
+      join(root, 'src/db/backfill.ts'),
+    ],
+  },
 }
 
-/**
- * An in-memory PGlite with every migration applied. A new PGlite runs initdb, about 3.7 s of CPU
- * here against 0.8 s to load a data directory, and the migrations take 0.2 s more: so the first
- * test process to need it migrates an empty database and saves its data directory, and every
- * other one loads that copy. The copy is keyed by the migrations (migratedPgliteKey), so a new
- * or changed migration is applied, never skipped; the copy is written whole or not at all, and
- * copies for other keys (40 MB each) are removed once a day old.
- */
-async function migratedPglite(): Promise<DbHandle> {
-  const prefix = 'feedback-test-pglite-'
-  const file = join(tmpdir(), `${prefix}${migratedPgliteKey()}.tar`)
-  let saved: Buffer | undefined
+function savedFile(kind: keyof typeof SAVED): string {
+  const hash = createHash('sha256')
+  const files = [...SAVED[kind].inputs(), join(root, 'src/db/client.ts'), join(root, 'test/helpers/db.ts'), join(root, 'node_modules/@electric-sql/pglite/package.json')]
+  for (const file of files.sort()) hash.update(file.slice(root.length)).update('\0').update(readFileSync(file)).update('\0')
+  return join(tmpdir(), `${SAVED[kind].prefix}${hash.digest('hex').slice(0, 16)}.tar`)
+}
+
+function readSaved(file: string): Buffer | undefined {
   try {
-    saved = readFileSync(file)
+    return readFileSync(file)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    return undefined
   }
+}
+
+/** Saves the data directory of the in-memory PGlite `handle` as `kind`'s copy. */
+async function save(kind: keyof typeof SAVED, file: string, handle: DbHandle): Promise<Buffer> {
+  const client = (handle.db as unknown as { $client: PGlite }).$client
+  await client.query('checkpoint')
+  const tarball = Buffer.from(await (await client.dumpDataDir('none')).arrayBuffer())
+  const partial = `${file}.${process.pid}.partial`
+  writeFileSync(partial, tarball)
+  renameSync(partial, file)
+  removeStaleCopies(SAVED[kind].prefix, file)
+  return tarball
+}
+
+/** An in-memory PGlite with every migration applied: the migrated copy, loaded. */
+async function migratedPglite(): Promise<DbHandle> {
+  const file = savedFile('migrated')
+  const saved = readSaved(file)
   if (saved) return openDatabase({ loadDataDir: new Blob([saved]) })
   const handle = await openDatabase({})
   await handle.migrate()
-  const client = (handle.db as unknown as { $client: PGlite }).$client
-  await client.query('checkpoint')
-  const dump = await client.dumpDataDir('none')
-  const partial = `${file}.${process.pid}.partial`
-  writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
-  renameSync(partial, file)
-  removeStaleCopies(prefix, file)
+  await save('migrated', file, handle)
   return handle
+}
+
+/** The saved data directory as initdb leaves it (no migration applied), as a tarball file. */
+async function initdbTarball(): Promise<string> {
+  const file = savedFile('initdb')
+  if (existsSync(file)) return file
+  const handle = await openDatabase({})
+  try {
+    await save('initdb', file, handle)
+  } finally {
+    await handle.close()
+  }
+  return file
+}
+
+/**
+ * A new in-memory PGlite that no migration has touched, for `openDatabase({ loadDataDir })` or
+ * `new PGlite({ loadDataDir })`: what `openDatabase({})` makes, without running initdb again.
+ */
+export async function newPgliteDataDir(): Promise<Blob> {
+  return new Blob([readFileSync(await initdbTarball())])
+}
+
+/**
+ * A new data directory for a server or CLI that a test starts on the embedded database
+ * (DATA_DIR), as the server's first start finds it once PGlite's initdb has run: the server
+ * still applies every migration and makes the demo project. Removed when the test ends. The
+ * README's examples start on a directory that is really empty (test/docs/readme-examples.test.ts),
+ * where the server runs initdb itself.
+ */
+export async function newDataDir(t: Pick<Test, 'teardown'>): Promise<string> {
+  const tarball = await initdbTarball()
+  const dir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  // The tarball's names start with '/' (PGlite's root); tar strips it, and says so on stderr.
+  execFileSync('tar', ['-xf', tarball, '-C', dir], { stdio: 'pipe' })
+  return dir
 }
 
 /**

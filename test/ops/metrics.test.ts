@@ -8,7 +8,7 @@ import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
-import { testDatabase } from '../helpers/db.js'
+import { newPgliteDataDir, testDatabase } from '../helpers/db.js'
 import { parse, scrape, value, type Exposition } from '../helpers/metrics.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
@@ -129,7 +129,7 @@ t.test('401s and 429s are counted, 429s by the budget that ran out', async (t) =
 })
 
 t.test('a database that is gone: every 503 unavailable counted, and the metrics still answer', async (t) => {
-  const database = await openDatabase({})
+  const database = await openDatabase({ loadDataDir: await newPgliteDataDir() })
   const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN }, database)
   t.teardown(() => app.close())
   await database.close()

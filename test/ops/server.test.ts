@@ -1,10 +1,10 @@
 // The real entry point, as `npm start` runs it (compiled to dist/): on an empty embedded database creates a demo project and
 // prints its key once; SIGTERM drains and exits 0; a restart keeps the data and the key.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { newDataDir } from '../helpers/db.js'
 import { START, buildServer, exited, root, start } from '../helpers/server.js'
 import { specProblems } from '../helpers/spec-check.js'
 
@@ -30,8 +30,7 @@ function get(url: string): Promise<string> {
 
 
 t.test('npm start: demo project on an empty database, SIGTERM drains and exits 0, restart keeps data', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const dataDir = await newDataDir(t)
   const port = 20_000 + Math.floor(Math.random() * 20_000)
   const base = `http://127.0.0.1:${port}`
 

@@ -3,12 +3,12 @@
 // changes nothing; a lock left by a killed process is taken over; a busy port or a bad setting
 // is one line on stderr, before anything is created.
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { LOCK_FILE } from '../../src/db/data-dir-lock.js'
+import { newDataDir } from '../helpers/db.js'
 import { ADMIN_ARGS, NODE_ARGS, asUserRuns, buildServer, embeddedEnv, exited, root, start } from '../helpers/server.js'
 
 // Each test starts real servers and CLIs (PGlite opens in a second or two each, more on a busy machine).
@@ -30,8 +30,7 @@ function failedStart(env: NodeJS.ProcessEnv) {
 const v1 = (base: string, key: string) => fetch(`${base}/v1/changelog`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status)
 
 t.test('the embedded database has one owner: the CLI refuses while the server runs, and nothing is lost', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const dataDir = await newDataDir(t)
   const port = 20_000 + Math.floor(Math.random() * 20_000)
   const base = `http://127.0.0.1:${port}`
   const server = await start(dataDir, port, /This key is shown once/)
@@ -69,8 +68,7 @@ t.test('the embedded database has one owner: the CLI refuses while the server ru
 })
 
 t.test('a lock left by a killed process does not lock anybody out', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const dataDir = await newDataDir(t)
   const port = 20_000 + Math.floor(Math.random() * 20_000)
   const server = await start(dataDir, port, /This key is shown once/)
   const exit = exited(server.child)
@@ -87,8 +85,7 @@ t.test('a lock left by a killed process does not lock anybody out', async (t) =>
 })
 
 t.test('start-up that explains itself: a busy port or a bad setting is one line, and nothing is created', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const dataDir = await newDataDir(t)
   const busy = createServer()
   await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
   const port = (busy.address() as AddressInfo).port
@@ -115,8 +112,7 @@ t.test('start-up that explains itself: a busy port or a bad setting is one line,
 })
 
 t.test('a SIGTERM as soon as the port is open is not a kill: the start finishes, then the server drains and exits 0', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const dataDir = await newDataDir(t)
   const port = 20_000 + Math.floor(Math.random() * 20_000)
   // The first start also creates the demo project after it listens; the second has only its jobs to start.
   for (const run of ['first start', 'second start']) {

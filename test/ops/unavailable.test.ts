@@ -5,6 +5,7 @@ import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
 import { call } from '../helpers/app.js'
+import { newPgliteDataDir } from '../helpers/db.js'
 
 const someKey = `fbk_${'a'.repeat(40)}`
 
@@ -29,7 +30,7 @@ t.test('PostgreSQL unreachable: 503 unavailable with Retry-After', async (t) => 
 })
 
 t.test('embedded database closed: 503 unavailable', async (t) => {
-  const database = await openDatabase({})
+  const database = await openDatabase({ loadDataDir: await newPgliteDataDir() })
   const app = await buildApp({ ...defaults, logLevel: 'silent' }, database)
   t.teardown(() => app.close())
   await database.close()

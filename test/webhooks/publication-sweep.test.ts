@@ -7,7 +7,7 @@ import { openDatabase } from '../../src/db/client.js'
 import { makeRepos, type Repos } from '../../src/db/repos/index.js'
 import { publicationSweep } from '../../src/jobs/publication-sweep.js'
 import { call, createProject, testApp } from '../helpers/app.js'
-import { explainPlan, indexScans, scheduledTimeArrives, testDatabase } from '../helpers/db.js'
+import { explainPlan, indexScans, newPgliteDataDir, scheduledTimeArrives, testDatabase } from '../helpers/db.js'
 import { logSink, projectEvents, sweepPublications } from '../helpers/events.js'
 
 const future = (ms = 3_600_000) => new Date(Date.now() + ms).toISOString()
@@ -111,7 +111,7 @@ t.test('a sweep that fails is logged once per outage and never throws from the t
 })
 
 t.test('a sweep on a closed database fails quietly', async (t) => {
-  const database = await openDatabase({})
+  const database = await openDatabase({ loadDataDir: await newPgliteDataDir() })
   await database.close()
   const { log, lines } = logSink()
   const sweep = publicationSweep({ repos: makeRepos(database.db), log })
