@@ -1,14 +1,16 @@
-// npm run build: the server as plain JavaScript in dist/, file for file, for `npm start`.
+// npm run build: the server and the admin CLI as plain JavaScript in dist/, file for file, for
+// `npm start` and `npm run admin`.
 // Running compiled code instead of transpiling at load time (tsx) starts faster and keeps about
 // 90 MB less resident (no loader thread, no source maps). esbuild only strips the types, in a
 // fraction of a second; `npm run typecheck` (and CI) is where the types are checked.
+// A CLI command, which starts a process of its own each time, takes about 0.8 s instead of 1.4 s.
 // Tests and the other scripts keep running the TypeScript sources under tsx.
 import { readdirSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 
 const SOURCES = ['src', 'generated']
-const EXTRA = ['scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
+const EXTRA = ['scripts/admin.ts', 'scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
 
 function typescriptFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

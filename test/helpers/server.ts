@@ -8,9 +8,8 @@ export const root = new URL('../..', import.meta.url).pathname
 // Exactly what `npm start` runs: build dist/, then start the compiled server.
 export const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
 export const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
-// What `npm run admin -- <command>` (`tsx scripts/admin.ts <command>`) runs, without tsx's
-// command-line wrapper, a second Node process.
-export const ADMIN_ARGS = ['--import', 'tsx', 'scripts/admin.ts']
+// What `npm run admin -- <command>` runs once dist/ is built (buildServer).
+export const ADMIN_ARGS = ['dist/scripts/admin.js']
 
 /**
  * `command args` as a user's shell runs it: without the hooks that tap adds, through NODE_OPTIONS,
