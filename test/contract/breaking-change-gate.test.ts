@@ -12,9 +12,13 @@ const changed = (mutate: (doc: JsonObject) => void) => {
   return copy
 }
 
-t.test('the gate fails on every breaking change, each named', async (t) => {
-  const broken = changed((d) => {
+// One document holds both the breaking and the additive changes, because Optic takes about 10 s
+// of CPU a run: every break must be named, and every line the gate prints must come from a break,
+// none from an additive change.
+t.test('the gate fails on every breaking change, each named, and on nothing additive beside them', async (t) => {
+  const both = changed((d) => {
     const s = d.components.schemas
+    // Breaking:
     delete d.paths['/v1/changelog/{id}'].delete // an operation removed
     delete s.BetaTester.properties.token // a response field removed
     s.BetaTester.required = s.BetaTester.required.filter((name: string) => name !== 'token')
@@ -26,8 +30,15 @@ t.test('the gate fails on every breaking change, each named', async (t) => {
     s.BetaTesterEnroll.required = ['email', 'name']
     d.paths['/v1/changelog'].get.parameters.push({ name: 'team', in: 'query', required: true, schema: { type: 'string', maxLength: 10 } }) // a new required parameter
     delete d.paths['/v1/changelog/{id}'].get.responses['404'] // a status code removed
+    // Additive:
+    s.BetaTester.properties.join_url = { oneOf: [{ type: 'string', maxLength: 2048 }, { type: 'null' }] } // a new response field
+    s.BetaTester.required.push('join_url')
+    s.BetaProgramStatus['x-extensible-enum'].push('archived') // a new value of an extensible enum
+    s.Problem.properties.code['x-extensible-enum'].push('quota_exceeded')
+    s.BetaTesterEnroll.properties.note = { type: 'string', maxLength: 100 } // a new optional request field
+    d.paths['/v1/changelog'].get.parameters.push({ name: 'q', in: 'query', schema: { type: 'string', maxLength: 10 } }) // a new optional parameter
   })
-  const { ok, breaks } = await checkBreaking(released, broken)
+  const { ok, breaks } = await checkBreaking(released, both)
   t.notOk(ok, 'the gate fails')
   const expect = (pattern: RegExp, what: string) => t.ok(breaks.some((line) => pattern.test(line)), `${what}: ${pattern}`)
   expect(/DELETE \/v1\/changelog\/\{id\}.*remove/i, 'an operation removed')
@@ -38,6 +49,12 @@ t.test('the gate fails on every breaking change, each named', async (t) => {
   expect(/POST \/v1\/beta\/programs\/\{program_id\}\/testers: .*name/, 'a new required request field')
   expect(/GET \/v1\/changelog: .*team/, 'a new required query parameter')
   expect(/GET \/v1\/changelog\/\{id\}: .*404/, 'a status code removed')
+
+  // Each line names what a break changed: the removed operation, the 404's problem body, or a
+  // field, value or parameter of the breaks above.
+  const fromABreak = /^DELETE \/v1\/changelog\/\{id\}: |^GET \/v1\/changelog\/\{id\}: |\b(token|joined_at|has_more|team|name)\b|"closed"/
+  t.same(breaks.filter((line) => !fromABreak.test(line)), [], 'no line comes from anything but a break')
+  t.same(breaks.filter((line) => /join_url|archived|quota_exceeded|\bnote\b|\bq\b/.test(line)), [], 'no line names an additive change')
 })
 
 t.test('the gate fails on a value a client may send being refused, a response value becoming null, and a query parameter removed', async (t) => {
@@ -56,19 +73,6 @@ t.test('the gate fails on a value a client may send being refused, a response va
     const breaks = ownBreaks(released, changed(mutate))
     t.ok(breaks.some((line) => expected.test(line)), `${what}: ${breaks.join('; ') || 'no break found'}`)
   }
-})
-
-t.test('additive changes pass the gate', async (t) => {
-  const grown = changed((d) => {
-    const s = d.components.schemas
-    s.BetaTester.properties.join_url = { oneOf: [{ type: 'string', maxLength: 2048 }, { type: 'null' }] } // a new response field
-    s.BetaTester.required.push('join_url')
-    s.BetaProgramStatus['x-extensible-enum'].push('archived') // a new value of an extensible enum
-    s.Problem.properties.code['x-extensible-enum'].push('quota_exceeded')
-    s.BetaTesterEnroll.properties.note = { type: 'string', maxLength: 100 } // a new optional request field
-    d.paths['/v1/changelog'].get.parameters.push({ name: 'q', in: 'query', schema: { type: 'string', maxLength: 10 } }) // a new optional parameter
-  })
-  t.same(await checkBreaking(released, grown), { ok: true, breaks: [] })
 })
 
 t.test('the two rules Optic does not hold, on their own', async (t) => {
