@@ -94,7 +94,8 @@ export interface DbOptions {
   prepare?: boolean
   /**
    * In-memory PGlite only: start from this data directory (a `dumpDataDir()` tarball) instead of
-   * an empty one, skipping initdb. The tests load one migrated database this way (test/helpers/db.ts).
+   * an empty one, skipping initdb. The tests load their saved databases, new and migrated, this
+   * way (test/helpers/db.ts).
    */
   loadDataDir?: Blob
 }

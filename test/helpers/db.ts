@@ -4,7 +4,7 @@
 import { and, eq, gt, NoopLogger, sql, type SQLWrapper } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
@@ -47,7 +47,10 @@ const root = new URL('../..', import.meta.url).pathname
  * one, never reuses a stale one; copies for other inputs (40 MB each) are removed once a day old.
  */
 const SAVED = {
-  /** As initdb leaves it: what a first start finds in a new data directory. */
+  /**
+   * A new database, before any migration: PGlite's initdb, then a checkpoint, dumped (with the
+   * settings openDatabase gives PGlite), which is what a first start finds once PGlite is up.
+   */
   initdb: { prefix: 'feedback-test-pglite-initdb-', inputs: () => [] as string[] },
   /** Every migration applied: the shared test database. */
   migrated: {
@@ -86,6 +89,8 @@ async function save(kind: keyof typeof SAVED, file: string, handle: DbHandle): P
   writeFileSync(partial, tarball)
   renameSync(partial, file)
   removeStaleCopies(SAVED[kind].prefix, file)
+  // Copies named before the two kinds were (`feedback-test-pglite-<hash>.tar`), alike once a day old.
+  removeStaleCopies(/^feedback-test-pglite-[0-9a-f]{16}\.tar$/, file)
   return tarball
 }
 
@@ -100,17 +105,25 @@ async function migratedPglite(): Promise<DbHandle> {
   return handle
 }
 
-/** The saved data directory as initdb leaves it (no migration applied), as a tarball file. */
-async function initdbTarball(): Promise<string> {
-  const file = savedFile('initdb')
-  if (existsSync(file)) return file
-  const handle = await openDatabase({})
-  try {
-    await save('initdb', file, handle)
-  } finally {
-    await handle.close()
-  }
-  return file
+let initdbCopy: Promise<Buffer> | undefined
+
+/**
+ * The saved new database (no migration applied), read once a process: a copy removed meanwhile
+ * (by a checkout of other inputs, a day later) cannot fail a later test of this one.
+ */
+function initdbTarball(): Promise<Buffer> {
+  initdbCopy ??= (async () => {
+    const file = savedFile('initdb')
+    const saved = readSaved(file)
+    if (saved) return saved
+    const handle = await openDatabase({})
+    try {
+      return await save('initdb', file, handle)
+    } finally {
+      await handle.close()
+    }
+  })()
+  return initdbCopy
 }
 
 /**
@@ -118,22 +131,23 @@ async function initdbTarball(): Promise<string> {
  * `new PGlite({ loadDataDir })`: what `openDatabase({})` makes, without running initdb again.
  */
 export async function newPgliteDataDir(): Promise<Blob> {
-  return new Blob([readFileSync(await initdbTarball())])
+  return new Blob([await initdbTarball()])
 }
 
 /**
  * A new data directory for a server or CLI that a test starts on the embedded database
- * (DATA_DIR), as the server's first start finds it once PGlite's initdb has run: the server
- * still applies every migration and makes the demo project. Removed when the test ends. The
- * README's examples start on a directory that is really empty (test/docs/readme-examples.test.ts),
- * where the server runs initdb itself.
+ * (DATA_DIR): the saved new database, unpacked. The server still applies every migration and
+ * makes the demo project, as on a first start. Removed when the test ends. Only the README's
+ * examples (test/docs/readme-examples.test.ts) start on a directory that does not exist yet,
+ * where PGlite runs initdb on disk itself.
  */
 export async function newDataDir(t: Pick<Test, 'teardown'>): Promise<string> {
   const tarball = await initdbTarball()
   const dir = mkdtempSync(join(tmpdir(), 'feedback-data-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  // The tarball's names start with '/' (PGlite's root); tar strips it, and says so on stderr.
-  execFileSync('tar', ['-xf', tarball, '-C', dir], { stdio: 'pipe' })
+  // The names in the tarball are the data directory's, each with a leading '/'; tar strips it,
+  // and says so on stderr.
+  execFileSync('tar', ['-x', '-C', dir], { input: tarball, stdio: 'pipe' })
   return dir
 }
 

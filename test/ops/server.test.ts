@@ -1,5 +1,7 @@
 // The real entry point, as `npm start` runs it (compiled to dist/): on an empty embedded database creates a demo project and
-// prints its key once; SIGTERM drains and exits 0; a restart keeps the data and the key.
+// prints its key once; SIGTERM drains and exits 0; a restart keeps the data and the key. The
+// database is new (newDataDir: as PGlite's initdb leaves it); the README's examples start where
+// no data directory exists yet, so PGlite's own initdb on disk runs there.
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
