@@ -42,7 +42,7 @@ export interface DbHandle {
 
 /**
  * How busy the database pool is. A slot is a place for one statement or transaction: on
- * PostgreSQL PIPELINE_DEPTH per pooled connection; the embedded PGlite is one connection with
+ * PostgreSQL PIPELINE_DEPTH per pooled connection (one with DB_PREPARE=false); the embedded PGlite is one connection with
  * one slot, running one statement at a time.
  */
 export interface PoolStats {
@@ -67,6 +67,14 @@ const KEEP_ALIVE_S = 10
  * second (npm run bench). The price: a slow statement delays the few queued behind it on its
  * connection, within DB_STATEMENT_TIMEOUT_MS. A transaction holds its connection alone once begun.
  * postgres.js sends nothing on a connection that is still connecting: statements wait for it.
+ *
+ * Not with DB_PREPARE=false (PgBouncer in transaction mode): one statement at a time. Unnamed, a
+ * statement with parameters goes out in two steps, Parse, Describe and Flush first (the driver
+ * learns the parameters' types), then Bind, Execute and Sync; pipelined behind another
+ * statement's Sync, the first step reached the server connection that PgBouncer 1.18 hands back
+ * at that statement's ReadyForQuery, and PgBouncer dropped its answer and closed the server
+ * connection ("got packet from server when not linked"). The statement then waited for ever, the
+ * gate counting its connection idle (test/reliability/pgbouncer.test.ts).
  */
 const PIPELINE_DEPTH = 8
 
@@ -122,13 +130,15 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       keepAliveMs: KEEP_ALIVE_S * 1000,
       clock,
     })
+    const prepare = options.prepare ?? true
+    const pipelineDepth = prepare ? PIPELINE_DEPTH : 1
     const client = postgres(options.databaseUrl, {
       max: options.poolSize ?? 10,
       // Off (0): the gate ends a startup that takes longer than connectTimeout, on its clock,
       // which a test can run by hand; a second, real timer would race it.
       connect_timeout: 0,
       onnotice: () => {},
-      prepare: options.prepare ?? true,
+      prepare,
       connection: { statement_timeout: statementTimeoutMs },
       // The gate negotiates TLS (tlsMode), so that it reads the protocol after decryption.
       ssl: false,
@@ -142,8 +152,8 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       keep_alive: KEEP_ALIVE_S,
       // Neither is in the driver's types: `socket` is in its README ("Custom socket"); max_pipeline
       // is parsed with the other options (src/index.js) and counts the statements behind the one
-      // running, so PIPELINE_DEPTH are in flight in all.
-      ...({ socket: gate.socket, max_pipeline: PIPELINE_DEPTH - 1 } as object),
+      // running, so pipelineDepth are in flight in all.
+      ...({ socket: gate.socket, max_pipeline: pipelineDepth - 1 } as object),
     })
     const connections = options.poolSize ?? 10
     const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
@@ -160,7 +170,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
           await backfill(locked as unknown as Database)
         })
       },
-      poolStats: () => ({ connections, slots: connections * PIPELINE_DEPTH, ...gate.stats() }),
+      poolStats: () => ({ connections, slots: connections * pipelineDepth, ...gate.stats() }),
       ping: () => pingWithin(db, gate, readyDeadlineMs, clock),
       onAvailability: (listener) => gate.onAvailability(listener),
       deadlineMisses: () => gate.deadlineMisses,

@@ -75,3 +75,28 @@ t.test('the app with DB_PREPARE=false: concurrent writes, reads and transactions
   const testers = rowsOf<{ n: number }>(await handle.db.execute(sql`select count(*)::int as n from beta_testers where beta_program_id = ${program.json.data.id}`))
   t.same(testers, [{ n: 10 }])
 })
+
+t.test('a statement with parameters, sent while another runs on its connection, is answered', async (t) => {
+  // Unnamed, a statement with parameters goes out in two steps: Parse, Describe and Flush first
+  // (the driver learns its parameters' types), then Bind, Execute and Sync. Pipelined behind
+  // another statement's Sync, the first step reached the server connection that PgBouncer 1.18
+  // handed back at that statement's ReadyForQuery ("got packet from server when not linked"):
+  // PgBouncer dropped the answer, closed the server connection, and the statement waited for
+  // ever, a request with it (found by a deployment review). With DB_PREPARE=false nothing is
+  // pipelined. A hang here fails the test on its timeout.
+  t.setTimeout(60_000)
+  const handle = await open(4)
+  let next = 0
+  const settled: string[] = []
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (next < 2000) {
+        const n = next++
+        const statement = n % 3 === 0 ? sql`select 1 as one` : sql`select ${n}::int as n, ${`x${n}`}::text as t`
+        settled.push(await handle.db.execute(statement).then(() => 'answered', (error: { code?: string }) => `failed ${error.code}`))
+      }
+    }),
+  )
+  t.same([...new Set(settled)], ['answered'], 'every statement answered')
+  t.equal(settled.length, 2000)
+})
