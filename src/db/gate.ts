@@ -16,7 +16,8 @@
 // - trips on every connection error (refused, reset, timed out, closed by the server, a missed
 //   deadline): for COOL_DOWN_MS new connections are refused at once (SQLSTATE 08001, answered
 //   503), idle connections are closed (they may be as dead as the one that failed), then one
-//   connection attempt probes; PostgreSQL answering after the cool-down ends the outage;
+//   connection attempt probes; PostgreSQL answering a statement after the cool-down ends the
+//   outage (a completed startup does not: PgBouncer completes it while PostgreSQL is down);
 // - reports the outage as two transitions (unreachable since T, for a reason; reachable again),
 //   for the log and the metrics, instead of a line per refused request.
 // This is only this process's view of the database; instances share nothing.
@@ -357,10 +358,14 @@ export class ConnectGate {
       (type) => type === 0x5a || type === 0x45, // ReadyForQuery, ErrorResponse
       (type, body) => {
         if (type === 0x5a) {
+          // A statement's ReadyForQuery, not the startup's, shows that PostgreSQL answers: a
+          // pooler (PgBouncer) completes the startup itself while PostgreSQL behind it is down,
+          // which ended an outage every second and started it again.
+          const statement = c.started
           c.owed = Math.max(c.owed - 1, 0)
           c.transaction = body?.[0] ?? 0x49
           this.startupDone(c)
-          this.answered(c)
+          if (statement) this.answered(c)
         } else if (type === 0x45 && body) {
           const code = errorCode(body)
           if (!c.started) c.startupError = code

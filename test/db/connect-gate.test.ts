@@ -129,7 +129,10 @@ t.test('a new connection PostgreSQL does not answer within the connect timeout i
   started.write(startup())
   clock.advance(4000)
   started.answer(ready())
-  t.ok(gate.reachable, 'it started in time')
+  t.notOk(started.destroyed, 'it started in time')
+  started.write(sync())
+  started.answer(ready())
+  t.ok(gate.reachable, 'its first statement answered: reachable again')
   clock.advance(10 * DEADLINE)
   t.notOk(started.destroyed, 'a started connection has no startup deadline left, idle for ever')
 })
@@ -177,10 +180,44 @@ t.test('a reset trips the gate: refused at once for the cool-down, then one prob
   clock.advance(2500)
   probe.write(startup())
   probe.answer(ready())
-  t.ok(gate.reachable, 'PostgreSQL answered the probe')
+  t.notOk(gate.reachable, 'a startup alone proves nothing: a pooler completes it for a PostgreSQL that is down')
+  probe.write(sync())
+  probe.answer(ready())
+  t.ok(gate.reachable, "PostgreSQL answered the probe's statement")
   t.match(events[1], { state: 'reachable', downMs: COOL_DOWN_MS + 2500 })
   open()
   t.equal(sockets.length, opened + 2, 'connections are opened freely again')
+})
+
+t.test('behind a pooler: a startup answered while PostgreSQL is down does not end the outage', async (t) => {
+  // PgBouncer completes a client's startup itself; the statement then fails (the pooler could
+  // not reach PostgreSQL) and the connection closes. Counted as an answer, each such startup
+  // ended the outage and the close started it again, a pair of log lines a second.
+  const { clock, gate, open, events } = setup()
+  const busy = open()
+  busy.write(sync())
+  busy.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
+  await tick()
+  for (let attempt = 0; attempt < 3; attempt++) {
+    clock.advance(COOL_DOWN_MS)
+    const probe = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+    probe.write(startup())
+    probe.answer(ready())
+    probe.write(sync())
+    probe.answer(fatal('08P01'))
+    probe.destroy()
+    await tick()
+  }
+  t.notOk(gate.reachable)
+  t.equal(events.length, 1, 'one outage, still going: no reachable-again in between')
+  clock.advance(COOL_DOWN_MS)
+  const probe = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  probe.write(startup())
+  probe.answer(ready())
+  probe.write(sync())
+  probe.answer(ready())
+  t.ok(gate.reachable, 'a statement answered: reachable again')
+  t.equal(events.length, 2, 'one line down, one line up')
 })
 
 t.test('answers on old connections during the cool-down do not end the outage; one after it does', async (t) => {
