@@ -5,7 +5,7 @@
 //
 // It reads the PostgreSQL wire protocol only as far as message boundaries: a Sync or a simple
 // Query asks for one ReadyForQuery, so a connection owes answers while it has sent more of those
-// than it has received. With that it:
+// than it has received (or a Flush not yet answered). With that it:
 // - gives every statement a client-side deadline: a connection that owes an answer and has
 //   received nothing for `statementDeadlineMs` (more than statement_timeout, which PostgreSQL
 //   enforces itself: only a network that stopped carrying bytes gets there) is destroyed, so its
@@ -160,6 +160,12 @@ class Watched {
   started = false
   /** ReadyForQuery messages owed: one per Sync or Query sent (and one for the startup). */
   owed = 0
+  /**
+   * A Flush was sent: the first step of an unnamed statement with parameters (Parse, Describe,
+   * Flush), whose answer ends with no ReadyForQuery. Owed until a message arrives once every owed
+   * ReadyForQuery has: the answers before it come first, in order.
+   */
+  flushOwed = false
   /** The session's transaction status from its last ReadyForQuery: I(dle), T(ransaction), E(rror). */
   transaction = 0x49
   /** Bytes were sent since the last bytes received (all the gate knows of a TLS connection). */
@@ -182,7 +188,7 @@ class Watched {
   ) {}
 
   get owesAnswer(): boolean {
-    return this.opaque ? this.sentSinceReceived : this.owed > 0 || this.sentSinceReceived
+    return this.opaque ? this.sentSinceReceived : this.owed > 0 || this.flushOwed || this.sentSinceReceived
   }
 
   get idle(): boolean {
@@ -350,6 +356,7 @@ export class ConnectGate {
           else if (code === CANCEL_REQUEST) c.leaving = true // answered by closing the connection
           else c.owed++ // the startup ends with a ReadyForQuery
         } else if (type === 0x53 || type === 0x51) c.owed++ // Sync, Query
+        else if (type === 0x48) c.flushOwed = true // Flush
         else if (type === 0x58) c.leaving = true // Terminate
       },
     )
@@ -357,6 +364,10 @@ export class ConnectGate {
       false,
       (type) => type === 0x5a || type === 0x45, // ReadyForQuery, ErrorResponse
       (type, body) => {
+        // Once every ReadyForQuery owed has come, what follows answers the Flush. Before, a
+        // statement whose first step went out behind another's Sync seemed answered by that
+        // other's ReadyForQuery, and had no deadline.
+        if (type !== 0x5a && c.owed === 0) c.flushOwed = false
         if (type === 0x5a) {
           // A statement's ReadyForQuery, not the startup's, shows that PostgreSQL answers: a
           // pooler (PgBouncer) completes the startup itself while PostgreSQL behind it is down,

@@ -147,6 +147,24 @@ t.test('a statement pipelined behind an answered one is still watched', async (t
   t.ok(socket.destroyed, 'the second answer never came')
 })
 
+t.test("a statement's first step (Parse, Describe, Flush) sent behind an answered statement is still watched", async (t) => {
+  // An unnamed statement with parameters asks for its parameters' types first; that answer ends
+  // with no ReadyForQuery. The statement before it answering must not make the connection idle.
+  const firstStep = () => Buffer.concat([message('P', Buffer.from('\0select $1\0\0\0', 'latin1')), message('D', Buffer.from('S\0', 'latin1')), message('H')])
+  for (const answered of [false, true]) {
+    const { clock, open } = setup()
+    const socket = open()
+    socket.on('error', () => {})
+    socket.write(sync())
+    socket.write(firstStep())
+    socket.answer(ready())
+    if (answered) socket.answer(Buffer.concat([message('1'), message('t', Buffer.from('\0\x01\0\0\0\x17', 'latin1')), message('n')]))
+    clock.advance(DEADLINE)
+    if (answered) t.notOk(socket.destroyed, 'its answer came: the connection owes nothing')
+    else t.ok(socket.destroyed, 'its answer never came: destroyed at the deadline')
+  }
+})
+
 t.test('idle connections, inside a transaction or not, are never destroyed by the deadline', async (t) => {
   const { clock, open, gate } = setup()
   const idle = open()
