@@ -132,8 +132,9 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     })
     const prepare = options.prepare ?? true
     const pipelineDepth = prepare ? PIPELINE_DEPTH : 1
+    const connections = options.poolSize ?? 10
     const client = postgres(options.databaseUrl, {
-      max: options.poolSize ?? 10,
+      max: connections,
       // Off (0): the gate ends a startup that takes longer than connectTimeout, on its clock,
       // which a test can run by hand; a second, real timer would race it.
       connect_timeout: 0,
@@ -155,7 +156,6 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       // running, so pipelineDepth are in flight in all.
       ...({ socket: gate.socket, max_pipeline: pipelineDepth - 1 } as object),
     })
-    const connections = options.poolSize ?? 10
     const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
     const readyDeadlineMs = options.readyDeadlineMs ?? 2000
     return {
@@ -163,7 +163,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       kind: 'postgres',
       description: describePostgres(options.databaseUrl),
       async migrate() {
-        const lockOptions = { connectTimeout: options.connectTimeout ?? 5, prepare: options.prepare ?? true }
+        const lockOptions = { connectTimeout, prepare }
         await withMigrationLock(options.databaseUrl!, lockOptions, async (single) => {
           const locked = drizzlePostgres(single, { schema })
           await migratePostgres(locked, { migrationsFolder })

@@ -34,8 +34,13 @@ export function freePort(): Promise<number> {
   })
 }
 
+/** `npm run build` in `dir` (a copy of the sources, say). */
+export function buildIn(dir: string): void {
+  execFileSync(...asUserRuns(process.execPath, ['scripts/build.mjs']), { cwd: dir, stdio: 'pipe' })
+}
+
 export function buildServer(): void {
-  execFileSync(...asUserRuns(process.execPath, ['scripts/build.mjs']), { cwd: root, stdio: 'pipe' })
+  buildIn(root)
 }
 
 /** The environment of a server or CLI on the embedded database in `dataDir`. */

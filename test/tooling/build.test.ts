@@ -2,19 +2,18 @@
 // that already holds the build is left as it is (a server may be running from it, and loads its
 // Markdown worker from it after start-up), and a changed source is built and swapped in. Run in
 // a copy of the sources, so that no other test's server sees it.
-import { execFileSync } from 'node:child_process'
 import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { asUserRuns, root } from '../helpers/server.js'
+import { buildIn, root } from '../helpers/server.js'
 
 t.test('a build that finds dist/ current writes nothing; a changed source is swapped in whole', async (t) => {
   const copy = mkdtempSync(join(tmpdir(), 'feedback-build-'))
   t.teardown(() => rmSync(copy, { recursive: true, force: true }))
   for (const path of ['src', 'generated', 'scripts']) cpSync(join(root, path), join(copy, path), { recursive: true })
   symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'))
-  const build = () => execFileSync(...asUserRuns(process.execPath, ['scripts/build.mjs']), { cwd: copy, stdio: 'pipe' })
+  const build = () => buildIn(copy)
   const dist = join(copy, 'dist')
   const app = join(dist, 'src/app.js')
 
