@@ -10,10 +10,14 @@
 // and its default app (test/helpers/app.ts). Tests never truncate or share rows: each makes its
 // own project, as with a process per file. A file's own resources (an app with another
 // configuration, a receiver) are closed when the process ends.
+//
+// `TAP_EXCLUDE` (glob patterns, one a line, as tap reads it) leaves files out of a folder's index
+// as tap leaves whole files out of its run: .ci/run's passes use it.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
+import { minimatch } from 'minimatch'
 import { parse } from 'yaml'
 
 const root = new URL('../..', import.meta.url).pathname
@@ -34,13 +38,18 @@ export function ownProcessFiles(): Set<string> {
  */
 const PROCESS_WIDE = /^(?:await )?t\.(?:before|beforeEach|after|afterEach|setTimeout|plan|jobs)\b|^await t\.test\b/m
 
-/** The test files runFolder runs for test/<folder>, in order. */
-export function folderFiles(folder: string): string[] {
+/** The patterns of `exclude` (tap's option, one a line in its environment variable). */
+export const excludedBy = (exclude: string | undefined): string[] => (exclude ?? '').split('\n').filter(Boolean)
+
+/** The test files runFolder runs for test/<folder>, in order, less those `exclude` names. */
+export function folderFiles(folder: string, exclude = process.env.TAP_EXCLUDE): string[] {
   const own = ownProcessFiles()
+  const excluded = excludedBy(exclude)
   return readdirSync(join(root, 'test', folder), { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
     .map((entry) => relative(root, join(entry.parentPath, entry.name)))
     .filter((file) => file !== `test/${folder}/index.test.ts` && !own.has(file))
+    .filter((file) => !excluded.some((pattern) => minimatch(file, pattern)))
     .sort()
 }
 

@@ -22,7 +22,7 @@ t.test('every test file is in a folder of test/, run by its index or by tap itse
     const index = `test/${folder}/index.test.ts`
     if (!existsSync(join(root, index))) continue
     t.match(readFileSync(join(root, index), 'utf8'), `runFolder('${folder}')`, `${index} runs its own folder`)
-    for (const file of folderFiles(folder)) ran(file, index)
+    for (const file of folderFiles(folder, '')) ran(file, index)
   }
   for (const file of testFiles) {
     if (/^test\/[^/]+\/index\.test\.ts$/.test(file)) continue

@@ -1,0 +1,54 @@
+// CI runs `npm test` twice, on the embedded database and on PostgreSQL (.ci/run), and each test
+// once: the PostgreSQL pass leaves out the files that never use the database DATABASE_URL names
+// (EMBEDDED_PASS_ONLY), since it would run them exactly as the embedded pass does. This holds each
+// of them to that, so that no test of PostgreSQL is lost from CI by being listed there.
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { minimatch } from 'minimatch'
+import t from 'tap'
+import { excludedBy, folderFiles } from '../helpers/folder-suite.js'
+
+const root = new URL('../..', import.meta.url).pathname
+const testFiles = readdirSync(join(root, 'test'), { recursive: true, withFileTypes: true })
+  .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
+  .map((entry) => relative(root, join(entry.parentPath, entry.name)))
+
+/** .ci/run's EMBEDDED_PASS_ONLY: the PostgreSQL pass's TAP_EXCLUDE. */
+const embeddedPassOnly = (() => {
+  const found = /^EMBEDDED_PASS_ONLY='([^']*)'$/m.exec(readFileSync(join(root, '.ci/run'), 'utf8'))
+  if (!found) throw new Error(".ci/run no longer sets EMBEDDED_PASS_ONLY='...'")
+  return excludedBy(found[1])
+})()
+
+/**
+ * What reaches the database DATABASE_URL names: the test app and its database (test/helpers/app.ts,
+ * db.ts), a server or CLI started on PostgreSQL (postgresEnv), the app or its client built directly,
+ * or the variable itself.
+ */
+const USES_DATABASE_URL =
+  /from '[^']*(?:helpers\/app|src\/app|src\/db\/client)\.js'|\b(?:testDatabase|postgresTestUrl|freshPostgresDatabase|postgresEnv|explainPlan|statementsRun|scheduledTimeArrives)\b|process\.env\.DATABASE_URL/
+
+t.test('the files only the embedded pass runs never use the database DATABASE_URL names', async (t) => {
+  const listed = testFiles.filter((file) => embeddedPassOnly.some((pattern) => minimatch(file, pattern)))
+  for (const pattern of embeddedPassOnly) t.ok(listed.some((file) => minimatch(file, pattern)), `${pattern} names a test file`)
+  t.ok(listed.includes('test/docs/readme-examples.test.ts'), 'the list is read (the README examples are in it)')
+  // This file is left out: its own samples (the last test) would match.
+  for (const file of listed.filter((file) => file !== 'test/tooling/passes.test.ts')) {
+    const uses = USES_DATABASE_URL.exec(readFileSync(join(root, file), 'utf8'))
+    t.equal(uses?.[0], undefined, `${file} uses no database of DATABASE_URL's`)
+  }
+})
+
+t.test("the PostgreSQL pass's TAP_EXCLUDE leaves files out of a folder's index as tap leaves out whole files", async (t) => {
+  const exclude = embeddedPassOnly.join('\n')
+  t.notOk(folderFiles('contract', exclude).includes('test/contract/breaking-change-gate.test.ts'), 'the excluded file is left out')
+  t.ok(folderFiles('contract', exclude).includes('test/contract/adversarial.test.ts'), 'the rest of its folder runs')
+  t.ok(folderFiles('contract', '').includes('test/contract/breaking-change-gate.test.ts'), 'without TAP_EXCLUDE the index runs it')
+})
+
+t.test('a file that uses the database of DATABASE_URL is caught', async (t) => {
+  for (const line of ["import { call, testApp } from '../helpers/app.js'", 'const url = process.env.DATABASE_URL', 'env: postgresEnv(url, port)']) {
+    t.match(line, USES_DATABASE_URL, line)
+  }
+  t.notMatch("import { embeddedEnv, start } from '../helpers/server.js'", USES_DATABASE_URL, 'a server on the embedded database is not')
+})
