@@ -102,6 +102,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       return id
     },
     bodyLimit: BODY_LIMIT,
+    // request.ip, which the rate limits count by: X-Forwarded-For is believed from these proxies only.
+    trustProxy: config.trustProxy.length ? [...config.trustProxy] : false,
     // Node's default is no limit: a body trickled a byte at a time would hold its connection for
     // ever. Set on the server at creation too, so that Node derives headersTimeout from it.
     requestTimeout: config.requestTimeoutMs,

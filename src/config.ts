@@ -1,5 +1,6 @@
 // The only reader of process.env. Values are parsed once, checked, and frozen; a bad value
 // stops the process at start-up instead of surfacing as a strange failure later.
+import { isIP } from 'node:net'
 
 /**
  * A problem the operator fixes in the environment (a bad setting, a busy port, a data directory
@@ -59,6 +60,13 @@ export interface Config {
    * database (deliveries wait, pending, while none delivers).
    */
   readonly webhookDispatch: boolean
+  /**
+   * The proxies in front of the service (TRUST_PROXY): addresses and CIDR ranges, or proxy-addr's
+   * names `loopback`, `linklocal` and `uniquelocal`. A request from one of them is counted by the
+   * address its `X-Forwarded-For` names (the last one not itself a trusted proxy); empty, that
+   * header is ignored and every request counts by the address it came from.
+   */
+  readonly trustProxy: readonly string[]
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -84,6 +92,7 @@ export const defaults: Config = Object.freeze({
   webhookRetryScheduleMs: Object.freeze([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]),
   webhookAllowPrivateNetworks: false,
   webhookDispatch: true,
+  trustProxy: Object.freeze([]),
 })
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -137,6 +146,34 @@ export function retrySchedule(raw: string | undefined): readonly number[] {
   return Object.freeze(ms)
 }
 
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/** Whether `entry` is an address, an address/prefix within its family's bits, or a name proxy-addr knows. */
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_NAMES.has(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const family = isIP(address)
+  if (!family || rest.length) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+}
+
+/**
+ * TRUST_PROXY: comma-separated addresses, CIDR ranges or names (Config.trustProxy). Not `true`
+ * or a number of hops: either would believe an X-Forwarded-For that a client wrote itself
+ * whenever no proxy stands in front, and let it pick the address its budgets count against.
+ */
+export function trustProxy(raw: string | undefined): readonly string[] {
+  if (raw === undefined || raw.trim() === '') return defaults.trustProxy
+  const entries = raw.split(',').map((entry) => entry.trim())
+  const bad = entries.find((entry) => !isProxyEntry(entry))
+  if (bad !== undefined) {
+    throw new SetupError(
+      `TRUST_PROXY must list the addresses or CIDR ranges of the proxies in front of the service, comma-separated (such as 10.0.0.0/8,127.0.0.1; or loopback, linklocal, uniquelocal), got ${JSON.stringify(bad)}: fix or unset it.`,
+    )
+  }
+  return Object.freeze(entries)
+}
+
 function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
@@ -180,5 +217,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', defaults.webhookAllowPrivateNetworks),
     webhookDispatch: boolean(env, 'WEBHOOK_DISPATCH', defaults.webhookDispatch),
+    trustProxy: trustProxy(env.TRUST_PROXY),
   })
 }

@@ -16,7 +16,8 @@
 //   are not counted.
 //
 // Client addresses count by IPv6 /64 (one subscriber's allocation; IPv4 as is), or one host
-// could take a budget per address. Behind a proxy that hides client addresses, all clients
+// could take a budget per address. The address is request.ip: X-Forwarded-For's client from a
+// proxy TRUST_PROXY names (config.ts), else the peer's; behind a proxy not named, all clients
 // share one address's budgets. In memory each category has a store of its own, bounded
 // (rate-limit-store.ts); in Redis each counter expires with its window, so memory is bounded
 // by the window.

@@ -78,3 +78,18 @@ t.test('PUBLIC_BASE_URL is an http(s) origin, kept without its trailing slash', 
   ]
   for (const raw of refused) t.throws(() => loadConfig({ PUBLIC_BASE_URL: raw }), /PUBLIC_BASE_URL must be the origin/, raw)
 })
+
+t.test('TRUST_PROXY lists proxies by address, CIDR range or name; nothing else', async (t) => {
+  t.same(loadConfig({}).trustProxy, [], 'unset: X-Forwarded-For is ignored')
+  t.same(loadConfig({ TRUST_PROXY: ' 10.0.0.0/8, 127.0.0.1 ,::1,fd00::/8,loopback,uniquelocal' }).trustProxy, [
+    '10.0.0.0/8',
+    '127.0.0.1',
+    '::1',
+    'fd00::/8',
+    'loopback',
+    'uniquelocal',
+  ])
+  for (const bad of ['true', '1', '*', '10.0.0.0/33', 'fd00::/129', '10.0.0.1/8/8', 'proxy.internal', '10.0.0.0/', '10.0.0.0/8,,127.0.0.1']) {
+    t.throws(() => loadConfig({ TRUST_PROXY: bad }), { name: 'Error', message: /^TRUST_PROXY must list the addresses or CIDR ranges of the proxies/ }, bad)
+  }
+})
