@@ -903,7 +903,9 @@ export interface paths {
         /**
          * Interactive API reference
          * @description An HTML reference rendered from this document by Scalar (`/docs` redirects here; the
-         *     page's script is served under `/docs/js/`).
+         *     page's script is served under `/docs/js/`). The page is built from the request's URL:
+         *     a `Host` header (or, from a proxy the deployment trusts, an `X-Forwarded-Proto` or
+         *     `X-Forwarded-Host`) from which no URL can be made is a `400`.
          */
         get: operations["getApiReference"];
         put?: never;

@@ -5,12 +5,12 @@ import { readFileSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import swagger from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Config } from './config.js'
 import type { DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
 import { handlers } from './handlers/index.js'
-import { ApiError, sendProblem, toApiError } from './http/errors.js'
+import { ApiError, invalidField, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
@@ -81,6 +81,19 @@ export interface BuildOptions {
    * the instance's dispatcher (src/jobs/webhook-dispatcher.ts) with it, and so may a test.
    */
   deliveriesDue?: () => void
+}
+
+/**
+ * Scalar builds the page's URL from the request's protocol and host name, which the client chooses
+ * (its Host, or through a proxy TRUST_PROXY names, X-Forwarded-Proto and -Host): one that makes no
+ * URL is the client's 400, not Scalar's 500.
+ */
+function refuseUnbuildableUrl(request: FastifyRequest): void {
+  if (request.protocol !== 'http' && request.protocol !== 'https') throw invalidField('header', '/X-Forwarded-Proto', 'must be http or https')
+  if (!URL.canParse(`${request.protocol}://${request.hostname}/`)) {
+    const header = request.host === request.headers.host ? 'Host' : 'X-Forwarded-Host'
+    throw invalidField('header', `/${header}`, 'must be a host name or address, with an optional port')
+  }
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -261,6 +274,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
         // Scalar also serves copies of the document under its prefix; the document has one
         // address, /openapi.json (and .yaml), so these answer like any unknown path.
         if (SCALAR_DOCUMENT_COPIES.has(request.routeOptions.url ?? '')) throw new ApiError('not_found', 'No such resource.')
+        refuseUnbuildableUrl(request)
         const names = Object.keys(request.query as object)
         if (names.length) {
           const message = 'is not a parameter of this operation, which takes none'

@@ -148,19 +148,23 @@ export function retrySchedule(raw: string | undefined): readonly number[] {
 
 const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
 
-/** Whether `entry` is an address, an address/prefix within its family's bits, or a name proxy-addr knows. */
+/**
+ * Whether `entry` is an address, an address/prefix of 1 to its family's bits, or a name proxy-addr
+ * knows. No zone (`fe80::1%eth0`: proxy-addr refuses one), and no /0, which is `true` by another name.
+ */
 function isProxyEntry(entry: string): boolean {
   if (PROXY_NAMES.has(entry)) return true
   const [address = '', prefix, ...rest] = entry.split('/')
   const family = isIP(address)
-  if (!family || rest.length) return false
-  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+  if (!family || address.includes('%') || rest.length) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128))
 }
 
 /**
  * TRUST_PROXY: comma-separated addresses, CIDR ranges or names (Config.trustProxy). Not `true`
- * or a number of hops: either would believe an X-Forwarded-For that a client wrote itself
- * whenever no proxy stands in front, and let it pick the address its budgets count against.
+ * or a range of every address: either believes an X-Forwarded-For that a client wrote itself
+ * whenever no proxy stands in front, and lets it pick the address its budgets count against.
+ * Not a hop count either, which Fastify takes to mean trusting nobody.
  */
 export function trustProxy(raw: string | undefined): readonly string[] {
   if (raw === undefined || raw.trim() === '') return defaults.trustProxy
@@ -168,7 +172,7 @@ export function trustProxy(raw: string | undefined): readonly string[] {
   const bad = entries.find((entry) => !isProxyEntry(entry))
   if (bad !== undefined) {
     throw new SetupError(
-      `TRUST_PROXY must list the addresses or CIDR ranges of the proxies in front of the service, comma-separated (such as 10.0.0.0/8,127.0.0.1; or loopback, linklocal, uniquelocal), got ${JSON.stringify(bad)}: fix or unset it.`,
+      `TRUST_PROXY must list the addresses or CIDR ranges (/1 or longer) of the proxies in front of the service, comma-separated (such as 10.0.0.0/8,127.0.0.1; or loopback, linklocal, uniquelocal), got ${JSON.stringify(bad)}: fix or unset it.`,
     )
   }
   return Object.freeze(entries)

@@ -25,6 +25,7 @@
 // The IETF draft headers (RateLimit-Limit, -Remaining, -Reset, Retry-After) are the one family
 // sent, for a key's budget, the portal's and the operator's. A 401 carries none (a key that does
 // not exist has no budget), and a 429 for failed authentications only Retry-After.
+import { isIP } from 'node:net'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
@@ -42,7 +43,21 @@ const WINDOW_MS = 60_000
 
 const isPublic = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
 export const isOperator = (request: FastifyRequest) => request.routeOptions.config.route?.security === 'AdminToken'
-const clientAddress = (request: FastifyRequest) => normalizeIP(request.ip)
+/** `203.0.113.7:4000` and `[2001:db8::1]:443`, as some proxies write a client in X-Forwarded-For. */
+const WITH_PORT = /^\[?([^\]]*?)\]?:\d{1,5}$/
+
+/**
+ * The address a request counts against. request.ip is the peer's, or what a trusted proxy's
+ * X-Forwarded-For names (TRUST_PROXY), which proxy-addr does not check: an address with a port
+ * counts as the address, and anything else that is no address as the peer (the proxy), so that
+ * neither a port nor made-up text gets a budget of its own.
+ */
+function clientAddress(request: FastifyRequest): string {
+  const ip = request.ip
+  if (isIP(ip)) return normalizeIP(ip)
+  const withoutPort = WITH_PORT.exec(ip)?.[1]
+  return normalizeIP(withoutPort !== undefined && isIP(withoutPort) ? withoutPort : (request.socket.remoteAddress ?? ''))
+}
 const seconds = (n: number) => (n === 1 ? '1 second' : `${n} seconds`)
 /** The 429 past a budget the guard counts, with Retry-After. */
 const tooMany = (budget: { max: number; ttlInSeconds: number }, what: string) =>

@@ -113,6 +113,20 @@ t.test('the reference page refuses unknown query parameters like every operation
   t.equal(res.json.code, 'validation_failed')
 })
 
+t.test('the reference page answers a Host, X-Forwarded-Proto or -Host that makes no URL with a 400, not a 500', async (t) => {
+  const direct = await testApp()
+  const bad = await call(t, direct, { url: '/docs/', headers: { host: 'a b' } })
+  t.same([bad.status, bad.json.code, bad.json.errors], [400, 'validation_failed', [{ in: 'header', path: '/Host', message: 'must be a host name or address, with an optional port' }]])
+  t.equal((await call(t, direct, { url: '/docs/', headers: { host: 'docs.example:8080', 'x-forwarded-proto': 'a b' } })).status, 200, 'X-Forwarded-Proto from a proxy not trusted is ignored')
+  t.equal((await direct.inject({ url: '/docs', headers: { host: 'a b' } })).statusCode, 400, "/docs, Scalar's redirect to /docs/, likewise")
+  const proxied = await testApp({ trustProxy: ['127.0.0.1'] })
+  const proto = await call(t, proxied, { url: '/docs/', headers: { 'x-forwarded-proto': 'a b' } })
+  t.same([proto.status, proto.json.errors?.[0]?.path], [400, '/X-Forwarded-Proto'])
+  const host = await call(t, proxied, { url: '/docs/', headers: { 'x-forwarded-host': 'a b' } })
+  t.same([host.status, host.json.errors?.[0]?.path], [400, '/X-Forwarded-Host'])
+  t.equal((await call(t, proxied, { url: '/docs/', headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'docs.example' } })).status, 200)
+})
+
 // Spectral's owasp:api5:2023-admin-security-unique, held exactly (.spectral.yaml says why it is off).
 t.test('the operator token secures /admin/* and /metrics, and nothing else secures them', async (t) => {
   const operator = (path: string) => path.startsWith('/admin/') || path === '/metrics'

@@ -1,4 +1,5 @@
 import t from 'tap'
+import Fastify from 'fastify'
 import { defaults, loadConfig } from '../../src/config.js'
 
 t.test('defaults apply when nothing is set', async (t) => {
@@ -89,7 +90,11 @@ t.test('TRUST_PROXY lists proxies by address, CIDR range or name; nothing else',
     'loopback',
     'uniquelocal',
   ])
-  for (const bad of ['true', '1', '*', '10.0.0.0/33', 'fd00::/129', '10.0.0.1/8/8', 'proxy.internal', '10.0.0.0/', '10.0.0.0/8,,127.0.0.1']) {
-    t.throws(() => loadConfig({ TRUST_PROXY: bad }), { name: 'Error', message: /^TRUST_PROXY must list the addresses or CIDR ranges of the proxies/ }, bad)
+  const refused = ['true', '1', '*', '10.0.0.0/33', 'fd00::/129', '10.0.0.1/8/8', 'proxy.internal', '10.0.0.0/', '10.0.0.0/8,,127.0.0.1']
+  // Every address, or a zone, which Fastify's proxy-addr would refuse with a stack trace once the database is open.
+  for (const bad of [...refused, '0.0.0.0/0', '10.0.0.0/0', '::/0', 'fe80::1%eth0', 'fe80::1%a:b']) {
+    t.throws(() => loadConfig({ TRUST_PROXY: bad }), { name: 'Error', message: /^TRUST_PROXY must list the addresses or CIDR ranges \(\/1 or longer\) of the proxies/ }, bad)
   }
+  const accepted = loadConfig({ TRUST_PROXY: '10.0.0.0/1,192.0.2.1/32,2001:db8::/128,::ffff:192.0.2.1,127.0.0.1,::1,fd00::/8,loopback,linklocal,uniquelocal' })
+  t.doesNotThrow(() => Fastify({ trustProxy: [...accepted.trustProxy] }), 'Fastify takes every form the setting accepts')
 })
