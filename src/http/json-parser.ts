@@ -23,7 +23,9 @@ function unstorableString(value: unknown): string | undefined {
       if (node.includes('\u0000')) return 'must not contain the NUL character (\\u0000)'
       if (LONE_SURROGATE.test(node)) return 'must not contain a lone UTF-16 surrogate'
     } else if (Array.isArray(node)) {
-      stack.push(...node)
+      // One push an element: spread into arguments, an array of a few hundred thousand
+      // elements overflowed the call stack (a 500 to any body of one, before any route's check).
+      for (const child of node) stack.push(child)
     } else if (node && typeof node === 'object') {
       for (const [key, child] of Object.entries(node)) stack.push(key, child)
     }
