@@ -25,6 +25,7 @@ import type { KeyScope } from '../db/repos/scope.js'
 import { hashApiKey, isApiKeyShape, secretsEqual } from '../domain/secrets.js'
 import { ApiError } from './errors.js'
 import type { RateLimits } from './rate-limit.js'
+import { timesSent } from './raw-headers.js'
 import type { AppContext, Handler, KeyScopedHandler, KeyScopedRequest, Principal } from './types.js'
 
 declare module 'fastify' {
@@ -77,7 +78,13 @@ export function provesKey(body: unknown): boolean {
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 const unauthorized = (detail: string) => new ApiError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } })
 
+/**
+ * The token of the request's `Authorization: Bearer` header; a 401 when the header was sent more
+ * than once: Node keeps the first, a proxy in front may read the last, and the two must never
+ * disagree on whose request this is.
+ */
 function bearer(request: FastifyRequest): string | undefined {
+  if (timesSent(request, 'authorization') > 1) throw unauthorized('The Authorization header was sent more than once; send it once.')
   const header = request.headers.authorization
   const match = header && /^Bearer +(\S+) *$/i.exec(header)
   return match ? match[1] : undefined

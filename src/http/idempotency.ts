@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Repos } from '../db/repos/index.js'
 import { ApiError, invalidField } from './errors.js'
+import { timesSent } from './raw-headers.js'
 import type { AppContext } from './types.js'
 
 declare module 'fastify' {
@@ -29,8 +30,7 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
   const raw = request.headers['idempotency-key']
   if (raw === undefined) return undefined
   // Node joins a repeated header's values with ", " into one string that may pass KEY: count them.
-  const sent = request.raw.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'idempotency-key').length
-  if (typeof raw !== 'string' || !KEY.test(raw) || sent > 1) {
+  if (typeof raw !== 'string' || !KEY.test(raw) || timesSent(request, 'idempotency-key') > 1) {
     throw invalidField('header', '/Idempotency-Key', 'must be 1 to 255 printable ASCII characters, sent once')
   }
   return raw

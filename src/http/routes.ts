@@ -70,8 +70,11 @@ export function allowedMethods(pathname: string): string[] | undefined {
   return match.methods.includes('GET') ? [...match.methods, 'HEAD'] : match.methods
 }
 
+/** A request target's path: an absolute-form target (`GET http://host/path`, RFC 9112 §3.2.2) less its scheme and authority. */
+const ORIGIN = /^[a-z][a-z\d+.-]*:\/\/[^/?#]*/i
+
 export function notFoundOrNotAllowed(request: FastifyRequest): ApiError {
-  const pathname = request.url.split('?')[0]!
+  const pathname = request.url.replace(ORIGIN, '').split('?')[0] || '/'
   const allow = allowedMethods(pathname)
   if (allow && !allow.includes(request.method)) {
     return new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allow.join(', ')}.`, {

@@ -73,10 +73,44 @@ export type ConditionalReply<B> =
 /** Whole seconds, the precision of an HTTP date. */
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+const MONTH = MONTHS.join('|')
+/** RFC 9110 §5.6.7's three forms: IMF-fixdate, then the obsolete RFC 850 and asctime forms, which a recipient must accept too. */
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) (${MONTH}) (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
+const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-(${MONTH})-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
+const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTH}) ([ \\d]\\d) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`)
+
+/**
+ * An HTTP-date's milliseconds, or undefined for anything else (`Date.parse` took `9999` and
+ * `foo 2099` for dates). An RFC 850 date's two-digit year is the latest year with those digits
+ * that is not more than 50 years ahead (RFC 9110 §5.6.7). A day, hour, minute or second out of
+ * range is no date.
+ */
+export function httpDate(value: string, now = new Date()): number | undefined {
+  let fields: [year: number, month: string, day: string, hour: string, minute: string, second: string] | undefined
+  const imf = IMF_FIXDATE.exec(value)
+  if (imf) fields = [Number(imf[3]), imf[2]!, imf[1]!, imf[4]!, imf[5]!, imf[6]!]
+  const rfc850 = RFC850_DATE.exec(value)
+  if (rfc850) {
+    const thisYear = now.getUTCFullYear()
+    let year = thisYear - (thisYear % 100) + Number(rfc850[3])
+    if (year > thisYear + 50) year -= 100
+    fields = [year, rfc850[2]!, rfc850[1]!, rfc850[4]!, rfc850[5]!, rfc850[6]!]
+  }
+  const asctime = ASCTIME_DATE.exec(value)
+  if (asctime) fields = [Number(asctime[6]), asctime[1]!, asctime[2]!.trim(), asctime[3]!, asctime[4]!, asctime[5]!]
+  if (!fields) return undefined
+  const [year, month, day, hour, minute, second] = fields
+  const date = new Date(Date.UTC(year, MONTHS.indexOf(month), Number(day), Number(hour), Number(minute), Number(second)))
+  date.setUTCFullYear(year) // Date.UTC reads years 0 to 99 as 1900 to 1999
+  const asGiven = date.getUTCDate() === Number(day) && date.getUTCHours() === Number(hour) && date.getUTCMinutes() === Number(minute) && date.getUTCSeconds() === Number(second)
+  return asGiven ? date.getTime() : undefined
+}
+
 function notModifiedSince(header: string, lastModified: Date): boolean {
-  const since = Date.parse(header)
-  // A value that is not a date is ignored, as RFC 9110 asks.
-  return Number.isFinite(since) && seconds(lastModified) <= Math.floor(since / 1000)
+  const since = httpDate(header)
+  // A value that is not an HTTP-date is ignored, as RFC 9110 §13.1.3 asks.
+  return since !== undefined && seconds(lastModified) <= Math.floor(since / 1000)
 }
 
 /** A 200 with validators and cache headers, or an empty 304 when the client's copy is current. */

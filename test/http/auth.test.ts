@@ -1,7 +1,8 @@
 // Authentication and the gates, in the contract's order: 401, then 403 (beta before plan),
 // then 400, then 404.
 import t from 'tap'
-import { call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { overHttp } from '../helpers/over-http.js'
 
 t.test('a missing, malformed, unknown or wrongly presented key is 401 with WWW-Authenticate', async (t) => {
   const app = await testApp()
@@ -24,6 +25,25 @@ t.test('a missing, malformed, unknown or wrongly presented key is 401 with WWW-A
   }
   const lower = await call(t, app, { url: '/v1/beta/programs', headers: { authorization: `bearer ${key}` } })
   t.equal(lower.status, 200, 'the scheme is case-insensitive')
+})
+
+t.test('an Authorization header sent twice is 401, whichever copy holds a live key', async (t) => {
+  // Node keeps the first copy; a proxy in front may authenticate by the last. An app of its own
+  // (any configuration given makes one), since this one listens.
+  const send = await overHttp(await testApp({ adminToken: ADMIN_TOKEN }))
+  const { key } = await createProject()
+  const other = `Bearer fbk_${'B'.repeat(40)}`
+  for (const [name, copies] of [
+    ['the live key first', [`Bearer ${key}`, other]],
+    ['the live key last', [other, `Bearer ${key}`]],
+    ['the live key twice', [`Bearer ${key}`, `Bearer ${key}`]],
+  ] as const) {
+    const answer = await send({ path: '/v1/beta/programs', headers: { authorization: [...copies] } })
+    t.same([answer.status, answer.headers['www-authenticate']], [401, 'Bearer'], name)
+    t.equal(JSON.parse(answer.body).detail, 'The Authorization header was sent more than once; send it once.', name)
+  }
+  t.equal((await send({ path: '/v1/beta/programs', headers: { authorization: `Bearer ${key}` } })).status, 200, 'once, the same key is served')
+  t.equal((await send({ path: '/admin/v1/projects', headers: { authorization: [`Bearer ${ADMIN_TOKEN}`, `Bearer ${ADMIN_TOKEN}`] } })).status, 401, 'the operator token likewise')
 })
 
 t.test('401 comes before 403, 400 and 404', async (t) => {

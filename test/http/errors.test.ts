@@ -2,6 +2,7 @@
 // are not JSON, too large, malformed or absurdly nested, and URLs that cannot be decoded.
 import t from 'tap'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { overHttp } from '../helpers/over-http.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 
@@ -12,6 +13,14 @@ t.test('an unknown path is a problem+json 404', async (t) => {
   t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
   t.match(res.json, { type: 'about:blank', title: 'Not Found', status: 404, code: 'not_found' })
   t.equal(res.json.request_id, res.headers['x-request-id'])
+})
+
+t.test('an absolute-form request target is answered as its path is: 405 with Allow, 404, 200', async (t) => {
+  const send = await overHttp(await testApp({ adminToken: ADMIN_TOKEN }))
+  const wrongMethod = await send({ method: 'DELETE', path: 'http://api.example/healthz' })
+  t.same([wrongMethod.status, JSON.parse(wrongMethod.body).code, wrongMethod.headers.allow], [405, 'method_not_allowed', 'GET, HEAD'])
+  t.equal((await send({ method: 'DELETE', path: 'http://api.example/nowhere?x=1' })).status, 404)
+  t.equal((await send({ path: 'http://api.example/healthz' })).status, 200)
 })
 
 t.test('a method a path does not have is 405 with Allow', async (t) => {

@@ -1,10 +1,10 @@
 // Idempotency-Key on POST: replay of the stored 2xx, one row written, 422 for another body,
 // 409 while the first still runs, nothing kept for failures, keys scoped per project.
-import { request } from 'node:http'
 import t from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { ADMIN_TOKEN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
+import { overHttp } from '../helpers/over-http.js'
 import { sql } from 'drizzle-orm'
 
 t.test('a retry with the same key and body replays the answer and writes nothing', async (t) => {
@@ -94,23 +94,17 @@ t.test('the operator API ignores Idempotency-Key: its answers hold secrets that 
 t.test('an Idempotency-Key sent twice is a 400, though Node joins the two into one value', async (t) => {
   // "a" and "b" arrive as "a, b", a valid key of its own: the request ran under it (found by an
   // outside review). Over a real connection, since the injector sends one header line.
-  const { buildApp } = await import('../../src/app.js')
-  const { defaults } = await import('../../src/config.js')
-  const app = await buildApp({ ...defaults, logLevel: 'silent' }, await testDatabase())
-  t.teardown(() => app.close())
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as { port: number }
+  const send = await overHttp(await testApp({ adminToken: ADMIN_TOKEN }))
   const { key } = await createProject()
-  const post = (keys: string[]) =>
-    new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/beta/programs', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': keys } }, (res) => {
-        let body = ''
-        res.on('data', (chunk) => (body += chunk))
-        res.on('end', () => resolve({ status: res.statusCode!, body }))
-      })
-      req.on('error', reject)
-      req.end(JSON.stringify({ name: 'Twice' }))
+  const post = async (keys: string[]) => {
+    const answer = await send({
+      method: 'POST',
+      path: '/v1/beta/programs',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': keys },
+      body: JSON.stringify({ name: 'Twice' }),
     })
+    return { status: answer.status, body: answer.body }
+  }
   const twice = await post(['a', 'b'])
   t.equal(twice.status, 400)
   t.match(JSON.parse(twice.body), { code: 'validation_failed', errors: [{ in: 'header', path: '/Idempotency-Key' }] })
