@@ -16,7 +16,7 @@ import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
-import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, NOSNIFF } from './http/connection.js'
+import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
 import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
@@ -25,7 +25,7 @@ import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
-import { refuseUndecodableUrl, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
+import { refuseInvalidHost, refuseUndecodableUrl, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
 const DOCS = '/docs'
@@ -89,7 +89,7 @@ export interface BuildOptions {
  * URL is the client's 400, not Scalar's 500.
  */
 function refuseUnbuildableUrl(request: FastifyRequest): void {
-  if (request.protocol !== 'http' && request.protocol !== 'https') throw invalidField('header', '/X-Forwarded-Proto', 'must be http or https')
+  if (!/^https?$/i.test(request.protocol)) throw invalidField('header', '/X-Forwarded-Proto', 'must be http or https')
   if (!URL.canParse(`${request.protocol}://${request.hostname}/`)) {
     const header = request.host === request.headers.host ? 'Host' : 'X-Forwarded-Host'
     throw invalidField('header', `/${header}`, 'must be a host name or address, with an optional port')
@@ -136,6 +136,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       metrics.observe(request, reply)
     },
   })
+  app.server.on('connect', makeConnectHandler(app))
 
   const ctx: AppContext = {
     config,
@@ -163,7 +164,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   app.setValidatorCompiler(validatorCompiler)
-  app.addHook('preValidation', refuseUndecodableUrl)
+  app.addHook('preValidation', async (request) => {
+    await refuseInvalidHost(request)
+    await refuseUndecodableUrl(request)
+  })
   registerJsonParser(app, BODY_LIMIT)
   registerFormParser(app, BODY_LIMIT)
 

@@ -41,19 +41,38 @@ export function makeClientErrorHandler(timeoutMs: number, requestIds: WeakMap<In
     // A request already routed is logged by logClientGone below; without one, this is the only
     // trace of it.
     if (!response) this.log.info({ request_id: id, status: problem.status, code: problem.code }, 'request refused before routing')
-    if (socket.writable && !response?.headersSent) {
-      const body = JSON.stringify(problemBody(problem, id))
-      const headers = {
-        'content-type': 'application/problem+json; charset=utf-8',
-        'content-length': Buffer.byteLength(body),
-        'x-request-id': id,
-        ...NOSNIFF,
-        connection: 'close',
-      }
-      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
-      socket.write(`HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n${head}\r\n${body}`)
-    }
+    if (socket.writable && !response?.headersSent) socket.write(rawProblem(problem, id))
     socket.destroy(error)
+  }
+}
+
+/** A problem as a whole HTTP/1.1 response that closes its connection, for a socket no route answers on. */
+function rawProblem(problem: ApiError, id: string): string {
+  const body = JSON.stringify(problemBody(problem, id))
+  const headers = {
+    ...problem.options.headers,
+    'content-type': 'application/problem+json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': id,
+    ...NOSNIFF,
+    connection: 'close',
+  }
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  return `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n${head}\r\n${body}`
+}
+
+/**
+ * The server's `connect` listener. Node hands a CONNECT request to it instead of to Fastify, and
+ * closes the connection unanswered when there is none: the service is no proxy, and says so with
+ * a 405 whose Allow is empty (its target, `host:port`, names no resource here).
+ */
+export function makeConnectHandler(app: FastifyInstance) {
+  return (_request: IncomingMessage, socket: Socket): void => {
+    const id = randomUUID()
+    const problem = new ApiError('method_not_allowed', 'CONNECT is not allowed: this service is not a proxy.', { headers: { allow: '' } })
+    app.log.info({ request_id: id, status: problem.status, code: problem.code }, 'request refused before routing')
+    socket.on('error', () => {})
+    socket.end(rawProblem(problem, id))
   }
 }
 

@@ -47,6 +47,12 @@ export function registerJsonParser(app: FastifyInstance, bodyLimit: number): voi
     if (coding && coding !== 'identity' && hasBody(request.headers)) {
       throw new ApiError('unsupported_media_type', `Request bodies are not accepted in a content coding (Content-Encoding: ${coding.slice(0, 40)}); send them as they are.`)
     }
+    // Node decodes chunked framing only, and passes a body in any other transfer coding on as
+    // it came (Transfer-Encoding: gzip, chunked).
+    const transfer = request.headers['transfer-encoding']?.toLowerCase()
+    if (transfer && transfer.split(',').some((part) => part.trim() !== 'chunked')) {
+      throw new ApiError('unsupported_media_type', `Request bodies are not accepted in a transfer coding other than chunked (Transfer-Encoding: ${transfer.slice(0, 40)}); send them as they are.`)
+    }
     return payload
   })
   app.removeAllContentTypeParsers()

@@ -3,11 +3,13 @@
 // and query strings arrive as text: query integers alone are converted, and only when they are
 // plain decimal integers.
 import type { IncomingMessage } from 'node:http'
+import { isIP } from 'node:net'
 import { Ajv2020, type Options, type ValidateFunction } from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import type { FastifyRequest, FastifySchemaCompiler } from 'fastify'
 import { parseUrl } from '../domain/urls.js'
-import { ApiError } from './errors.js'
+import { ApiError, invalidField } from './errors.js'
+import { timesSent } from './raw-headers.js'
 
 // RFC 3339 with a mandatory zone. ajv-formats also accepts a space separator and second 60,
 // which Date cannot parse; a value that passes here always becomes a valid Date.
@@ -117,6 +119,22 @@ export function routableUrl(request: IncomingMessage): string {
  * as it came, so a free-text parameter (a changelog `label`) would otherwise take `%ZZ` for the
  * `%25ZZ` it cannot be told from.
  */
+/** RFC 3986's host (a reg-name, an IPv4 address or a bracketed IPv6 one), then an optional port. */
+const HOST = /^(?:\[([^\]]*)\]|[\w\-.~!$&'()*+,;=%]*)(?::(\d{1,5}))?$/
+
+/**
+ * A preValidation hook: a Host header sent twice, or one that is no host and port, is a 400
+ * (RFC 9112 §3.2: a server MUST answer 400). An empty one is what a request without an authority
+ * sends; HTTP/1.0 may send none.
+ */
+export async function refuseInvalidHost(request: FastifyRequest): Promise<void> {
+  const host = request.headers.host
+  if (host === undefined) return
+  const match = HOST.exec(host)
+  const valid = match !== null && (match[1] === undefined || isIP(match[1]) === 6) && (match[2] === undefined || Number(match[2]) <= 65535)
+  if (!valid || timesSent(request, 'host') > 1) throw invalidField('header', '/Host', 'must be one host name or address, with an optional port, sent once')
+}
+
 export async function refuseUndecodableUrl(request: FastifyRequest): Promise<void> {
   // Under an operation's route; a path that names none is a 404 like any unknown path.
   if (UNDECODABLE_PATH in request.raw && request.routeOptions.config.route) throw undecodablePath()

@@ -1,6 +1,7 @@
 // Requests over a real connection, for what app.inject cannot send: a header line repeated,
-// an absolute-form request target.
+// an absolute-form request target, bytes Node's client would not write.
 import { request as httpRequest } from 'node:http'
+import { connect } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 
 export interface SentRequest {
@@ -33,4 +34,17 @@ export async function overHttp(app: FastifyInstance): Promise<(sent: SentRequest
       req.on('error', reject)
       req.end(body)
     })
+}
+
+/** Writes `text` as it is to `app` (listening, as overHttp leaves it) and returns all it answers, once it closes the connection. */
+export function rawExchange(app: FastifyInstance, text: string): Promise<string> {
+  const { port } = app.server.address() as { port: number }
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(text))
+    let answer = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => (answer += chunk))
+    socket.on('end', () => resolve(answer))
+    socket.on('error', reject)
+  })
 }

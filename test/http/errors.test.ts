@@ -2,7 +2,7 @@
 // are not JSON, too large, malformed or absurdly nested, and URLs that cannot be decoded.
 import t from 'tap'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
-import { overHttp } from '../helpers/over-http.js'
+import { overHttp, rawExchange } from '../helpers/over-http.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 
@@ -21,6 +21,40 @@ t.test('an absolute-form request target is answered as its path is: 405 with All
   t.same([wrongMethod.status, JSON.parse(wrongMethod.body).code, wrongMethod.headers.allow], [405, 'method_not_allowed', 'GET, HEAD'])
   t.equal((await send({ method: 'DELETE', path: 'http://api.example/nowhere?x=1' })).status, 404)
   t.equal((await send({ path: 'http://api.example/healthz' })).status, 200)
+})
+
+t.test('a Host header sent twice or holding no host and port is a 400 (RFC 9112 §3.2)', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  for (const host of ['a b', 'h:99999', '[::1', '[not-ipv6]:80', 'h:1:2', 'h/x', 'h?x']) {
+    const res = await call(t, app, { url: '/v1/changelog', key, headers: { host } })
+    t.same([res.status, res.json.errors], [400, [{ in: 'header', path: '/Host', message: 'must be one host name or address, with an optional port, sent once' }]], host)
+  }
+  for (const host of ['api.example', 'api.example:8080', '127.0.0.1:3000', '[::1]:3000', '[2001:db8::1]', 'my_service', '']) {
+    t.equal((await call(t, app, { url: '/healthz', headers: { host } })).status, 200, JSON.stringify(host))
+  }
+  t.equal((await call(t, app, { url: '/v1/changelog', headers: { host: 'a b' } })).status, 401, 'a missing key first')
+  const listening = await testApp({ adminToken: ADMIN_TOKEN })
+  await overHttp(listening)
+  const twice = await rawExchange(listening, 'GET /healthz HTTP/1.1\r\nHost: api.example\r\nHost: evil.example\r\nConnection: close\r\n\r\n')
+  t.match(twice, /^HTTP\/1\.1 400 [^]*"path":"\/Host"/, 'sent twice')
+  const http10 = await rawExchange(listening, 'GET /healthz HTTP/1.0\r\n\r\n')
+  t.match(http10, /^HTTP\/1\.1 200 /, 'HTTP/1.0 may send none')
+})
+
+t.test('CONNECT is a 405 problem with an empty Allow, not a connection closed unanswered', async (t) => {
+  const app = await testApp({ adminToken: ADMIN_TOKEN })
+  await overHttp(app)
+  for (const target of ['api.example:443', '/healthz']) {
+    const answer = await rawExchange(app, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`)
+    const [head = '', body = ''] = answer.split('\r\n\r\n')
+    t.match(head, /^HTTP\/1\.1 405 Method Not Allowed\r\n/, target)
+    t.match(head, /\r\nallow: \r\n/, `${target}: no method is allowed`)
+    t.match(head, /\r\ncontent-type: application\/problem\+json; charset=utf-8\r\n/)
+    const problem = JSON.parse(body)
+    t.match(problem, { status: 405, code: 'method_not_allowed', detail: 'CONNECT is not allowed: this service is not a proxy.' })
+    t.match(head, new RegExp(`\\r\\nx-request-id: ${problem.request_id}\\r\\n`), 'the id is in the header and the body')
+  }
 })
 
 t.test('a method a path does not have is 405 with Allow', async (t) => {

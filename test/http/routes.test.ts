@@ -125,6 +125,7 @@ t.test('the reference page answers a Host, X-Forwarded-Proto or -Host that makes
   const host = await call(t, proxied, { url: '/docs/', headers: { 'x-forwarded-host': 'a b' } })
   t.same([host.status, host.json.errors?.[0]?.path], [400, '/X-Forwarded-Host'])
   t.equal((await call(t, proxied, { url: '/docs/', headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'docs.example' } })).status, 200)
+  t.equal((await call(t, proxied, { url: '/docs/', headers: { 'x-forwarded-proto': 'HTTPS' } })).status, 200, 'a scheme is case-insensitive')
 })
 
 // Spectral's owasp:api5:2023-admin-security-unique, held exactly (.spectral.yaml says why it is off).

@@ -3,7 +3,8 @@
 // in their place and stored so, and a form's `%zz` was stored as typed (found by an outside
 // review); now each is a 400, and nothing is written.
 import t from 'tap'
-import { call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { overHttp } from '../helpers/over-http.js'
 
 /** A title holding `raw` bytes as they are. */
 const titled = (raw: number[]) => Buffer.concat([Buffer.from('{"title":"a'), Buffer.from(raw), Buffer.from('"}')])
@@ -60,3 +61,24 @@ t.test('a body in a content coding is a 415, after the key is checked', async (t
   t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Plain' }, headers: { 'content-encoding': 'identity' } })).status, 201, 'identity is no coding')
   t.equal((await call(t, app, { url: '/v1/changelog', key, headers: { 'content-encoding': 'gzip' } })).status, 200, 'a request without a body has nothing coded')
 })
+
+t.test('a body in a transfer coding other than chunked is a 415', async (t) => {
+  // Node decodes the chunked framing and passed the gzip bytes under it on as the body.
+  const send = await overHttp(await testApp({ adminToken: ADMIN_TOKEN }))
+  const { key } = await createProject()
+  const post = (transferEncoding: string) =>
+    send({
+      method: 'POST',
+      path: '/v1/changelog',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'transfer-encoding': transferEncoding },
+      body: JSON.stringify({ title: 'Framed' }),
+    })
+  for (const coding of ['gzip, chunked', 'deflate, chunked', 'x-custom, chunked']) {
+    const res = await post(coding)
+    t.same([res.status, JSON.parse(res.body).code], [415, 'unsupported_media_type'], coding)
+  }
+  t.equal((await post('chunked')).status, 201, 'chunked alone is framing, not a coding')
+  const listed = await call(t, await testApp(), { url: '/v1/changelog?status=all', key })
+  t.same(listed.json.data.map((entry: { title: string }) => entry.title), ['Framed'], 'only that one was written')
+})
+
