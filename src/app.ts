@@ -23,11 +23,14 @@ import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } 
 import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
+import { htmlBudget, type HtmlBudget } from './portal/html-budget.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
 import { refuseInvalidHost, refuseUndecodableUrl, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
 
 export const BODY_LIMIT = 1024 * 1024
+/** How long nothing may move on a connection while a request is served (connectionTimeout below). */
+export const STALLED_CONNECTION_MS = 60_000
 const DOCS = '/docs'
 const SCALAR_DOCUMENT_COPIES = new Set([`${DOCS}/openapi.json`, `${DOCS}/openapi.yaml`])
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -81,6 +84,10 @@ export interface BuildOptions {
    * the instance's dispatcher (src/jobs/webhook-dispatcher.ts) with it, and so may a test.
    */
   deliveriesDue?: () => void
+  /** How long a connection may stall while a request is served (STALLED_CONNECTION_MS), for tests. */
+  stalledConnectionMs?: number
+  /** Replaces the budget of stored HTML the public pages and feeds hold while sent (portal/html-budget.ts), for tests that watch it. */
+  portalHtml?: HtmlBudget
 }
 
 /**
@@ -115,6 +122,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       return id
     },
     bodyLimit: BODY_LIMIT,
+    // A connection on which nothing moves for this long while a request is served is closed: a
+    // client that stops reading an answer would otherwise hold it, and what it holds (a page's
+    // HTML, portal/html-budget.ts), for ever. Between requests the keep-alive timeout applies.
+    connectionTimeout: options.stalledConnectionMs ?? STALLED_CONNECTION_MS,
     // request.ip, which the rate limits count by: X-Forwarded-For is believed from these proxies only.
     trustProxy: config.trustProxy.length ? [...config.trustProxy] : false,
     // Node's default is no limit: a body trickled a byte at a time would hold its connection for
@@ -152,6 +163,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     },
     ping: () => database.ping(),
     metrics,
+    portalHtml: options.portalHtml ?? htmlBudget(),
   }
 
   // Every route the app serves, so that a test can hold it against the spec.

@@ -6,6 +6,7 @@
 // A request costs one statement (the page's state: changelog-cache.ts) and, unless it ends in a
 // 304, the shown entries with their stored HTML, in batches. Nothing renders Markdown here: the
 // HTML was rendered when each body was written.
+import type { Readable } from 'node:stream'
 import type { PortalEntry, PortalState } from '../db/repos/changelog.js'
 import { isId } from '../domain/ids.js'
 import { ApiError } from '../http/errors.js'
@@ -14,7 +15,7 @@ import { changelogETag, conditionalReply, streamed } from '../portal/changelog-c
 import { changelogEntryNotFoundPage, changelogEntryPage, changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/changelog-page.js'
 import { atomFeed, ATOM_TYPE, FEED_SIZE, feedUpdated, jsonFeedText, JSON_FEED_TYPE, projectChangedAt, type FeedSource, type ShownEntry } from '../portal/feeds.js'
 import { HTML_TYPE, pageSecurityHeaders } from '../portal/html.js'
-import { plainTextHtml } from '../portal/markdown.js'
+import { MAX_HTML_LENGTH, plainTextHtml } from '../portal/markdown.js'
 import { labelQuery } from './changelog.js'
 
 // Feed readers and scripts get a problem, like every other API 404; a person gets a page.
@@ -56,6 +57,23 @@ async function shownEntries(ctx: AppContext, state: PortalState, locale: string 
   return shown
 }
 
+/**
+ * The stream `send` makes of the shown entries, their HTML's bytes held in the instance's budget
+ * (html-budget.ts) from before they are read until the stream closes; a 503 when they do not fit.
+ */
+async function sentWithin<S extends Readable | undefined>(ctx: AppContext, state: PortalState, locale: string | undefined, send: (entries: ShownEntry[]) => S): Promise<S> {
+  const release = ctx.portalHtml.take(state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0))
+  try {
+    const stream = send(await shownEntries(ctx, state, locale))
+    if (stream) stream.once('close', release)
+    else release()
+    return stream
+  } catch (error) {
+    release()
+    throw error
+  }
+}
+
 /** The page's state; undefined for any unknown project or an id of another shape. */
 function portalState(ctx: AppContext, projectId: string, options: { locale?: string; label?: string; limit: number; offset: number }) {
   return isId('prj', projectId) ? ctx.repos.changelog.portalState(projectId, options) : Promise.resolve(undefined)
@@ -71,13 +89,13 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
     etag: changelogETag(HTML_TYPE, { locale: query.locale, label, limit, offset }, state, ctx.config.publicBaseUrl),
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
-    body: async () => {
-      const entries = await shownEntries(ctx, state, query.locale)
-      const { project, hasMore } = state
-      return streamed(
-        changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl }),
-      )
-    },
+    body: () =>
+      sentWithin(ctx, state, query.locale, (entries) => {
+        const { project, hasMore } = state
+        return streamed(
+          changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl }),
+        )
+      }),
   })
 }
 
@@ -93,20 +111,20 @@ export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'>
   const found = isId('prj', projectId) && isId('ch', entryId) ? await ctx.repos.changelog.portalEntryState(projectId, entryId, query.locale) : undefined
   if (!found) return entryNotFound()
   const state: PortalState = { project: found.project, entries: [found.entry], hasMore: false }
+  const { project } = state
   const reply = await conditionalReply(headers, {
     etag: changelogETag(HTML_TYPE, { locale: query.locale, entry: entryId }, state, ctx.config.publicBaseUrl),
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
-    body: async () => (await shownEntries(ctx, state, query.locale))[0],
+    body: () =>
+      sentWithin(ctx, state, query.locale, ([entry]) =>
+        entry ? streamed(changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry, baseUrl: ctx.config.publicBaseUrl })) : undefined,
+      ),
   })
   if (reply.status === 304) return reply
   // Deleted between the two statements.
   if (!reply.body) return entryNotFound()
-  const { project } = state
-  return {
-    ...reply,
-    body: streamed(changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry: reply.body, baseUrl: ctx.config.publicBaseUrl })),
-  }
+  return { ...reply, body: reply.body }
 }
 
 async function feedReply(
@@ -128,12 +146,10 @@ async function feedReply(
     contentType,
     lastModified: feedUpdated({ entries: state.entries, projectChangedAt: changedAt }),
     headers: FEED_HEADERS,
-    body: async () => {
-      const entries = await shownEntries(ctx, state, locale)
-      return streamed(
-        build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl }),
-      )
-    },
+    body: () =>
+      sentWithin(ctx, state, locale, (entries) =>
+        streamed(build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl })),
+      ),
   })
 }
 

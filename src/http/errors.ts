@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from '../../generated/api.js'
-import { fieldErrors, type AjvError } from './field-messages.js'
+import { fieldErrors, MAX_FIELD_ERRORS, type AjvError } from './field-messages.js'
 import { someCause } from '../db/results.js'
 
 export type Problem = components['schemas']['Problem']
@@ -56,7 +56,6 @@ export function invalidField(part: FieldError['in'], path: string, message: stri
   return new ApiError('validation_failed', `${part}${path} ${message}`, { errors: [{ in: part, path, message }] })
 }
 
-const MAX_ERRORS = 100
 const MAX_TEXT = 1024
 // A client may send any number of fields with names of any length; what a problem echoes back
 // stays within the spec's bounds.
@@ -70,7 +69,7 @@ export function problemBody(error: ApiError, requestId: string): Problem {
     status: error.status,
     code: error.code,
     detail: clip(error.detail, 2048),
-    ...(error.options.errors ? { errors: error.options.errors.slice(0, MAX_ERRORS).map((e) => ({ ...e, path: clip(e.path), message: clip(e.message) })) } : {}),
+    ...(error.options.errors ? { errors: error.options.errors.slice(0, MAX_FIELD_ERRORS).map((e) => ({ ...e, path: clip(e.path), message: clip(e.message) })) } : {}),
     request_id: requestId,
   }
 }

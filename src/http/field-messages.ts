@@ -129,20 +129,29 @@ function withoutNullableNoise(errors: AjvError[]): { kept: AjvError[]; nullable:
   return { kept, nullable: new Set(errors.filter(isNullBranch).map((e) => e.instancePath)) }
 }
 
-/** AJV's errors for one part of a request, as the problem's `errors[]`: one per field and message. */
+/** The most `errors[]` a problem lists (openapi.yaml, Problem). */
+export const MAX_FIELD_ERRORS = 100
+
+/**
+ * AJV's errors for one part of a request, as the problem's `errors[]`: one per field and
+ * message, the first MAX_FIELD_ERRORS of them. AJV reports every failed rule, one per unknown
+ * field of a body that may hold a hundred thousand: a message is made only for those listed.
+ */
 export function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldError[] {
   const { kept, nullable } = withoutNullableNoise(errors)
   const seen = new Set<string>()
-  return kept
-    .map((e) => {
-      let path = e.instancePath
-      if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
-      if (e.keyword === 'additionalProperties') path += `/${String(e.params.additionalProperty)}`
-      return { in: part, path, message: message(part, e, nullable.has(e.instancePath)) }
-    })
-    .filter((e) => {
-      // A type and an enum, or a pattern and a format, of one schema say the same thing once.
-      const key = `${e.path}\n${e.message}`
-      return !seen.has(key) && seen.add(key)
-    })
+  const listed: FieldError[] = []
+  for (const e of kept) {
+    let path = e.instancePath
+    if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
+    if (e.keyword === 'additionalProperties') path += `/${String(e.params.additionalProperty)}`
+    const error = { in: part, path, message: message(part, e, nullable.has(e.instancePath)) }
+    // A type and an enum, or a pattern and a format, of one schema say the same thing once.
+    const key = `${error.path}\n${error.message}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    listed.push(error)
+    if (listed.length === MAX_FIELD_ERRORS) break
+  }
+  return listed
 }

@@ -8,6 +8,7 @@ import type { ApiKeyReadId, OperationId } from '../../generated/routes.js'
 import type { Config } from '../config.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
+import type { HtmlBudget } from '../portal/html-budget.js'
 import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import type { Metrics } from './metrics.js'
 
@@ -82,6 +83,8 @@ export interface AppContext {
   ping(): Promise<void>
   /** This app's metrics, served by GET /metrics. */
   metrics: Metrics
+  /** The stored HTML the public pages and feeds may hold while they are sent (portal/html-budget.ts). */
+  portalHtml: HtmlBudget
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>
