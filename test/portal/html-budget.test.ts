@@ -4,7 +4,7 @@
 // outside review: sixteen stalled reads of a 60 MB page ended the process).
 import { connect, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { ApiError } from '../../src/http/errors.js'
 import { htmlBudget } from '../../src/portal/html-budget.js'
 import { STALLED_CONNECTION_MS } from '../../src/app.js'
@@ -33,14 +33,23 @@ t.test('bytes are taken up to the budget, given back once, and one body alone al
   alone()
 })
 
-/** A project with forty published entries of about 600 KB of HTML each (a quote is six bytes escaped): a 24 MB page. */
-async function largeChangelog(t: Test, app: FastifyInstance): Promise<string> {
-  const { id, key } = await createProject()
-  for (let i = 0; i < 40; i++) {
-    const created = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: `Large ${i}`, body: '"'.repeat(100_000), status: 'published' } })
-    t.equal(created.status, 201)
-  }
-  return id
+/**
+ * A project with forty published entries of about 600 KB of HTML each (a quote is six bytes
+ * escaped): a 24 MB page. Made once, through the shared app; the tests' apps read it from the
+ * same database.
+ */
+let largeChangelog: Promise<string> | undefined
+function largeChangelogId(): Promise<string> {
+  largeChangelog ??= (async () => {
+    const app = await testApp()
+    const { id, key } = await createProject()
+    for (let i = 0; i < 40; i++) {
+      const created = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: `Large ${i}`, body: '"'.repeat(100_000), status: 'published' } })
+      if (created.status !== 201) throw new Error(`entry ${i}: ${created.status}`)
+    }
+    return id
+  })()
+  return largeChangelog
 }
 
 /**
@@ -63,7 +72,7 @@ async function until(condition: () => boolean): Promise<void> {
 t.test('a page a client stops reading holds its HTML until its connection closes; meanwhile another is a 503', async (t) => {
   const budget = htmlBudget(1)
   const app = await testApp({}, { portalHtml: budget })
-  const id = await largeChangelog(t, app)
+  const id = await largeChangelogId()
   const send = await overHttp(app)
   const stalled = stalledRead(app, `/portal/${id}/changelog?limit=40`)
   await until(() => budget.held() > 20_000_000)
@@ -81,7 +90,7 @@ t.test('a connection that stalls is closed by the server, and the page it held g
   t.equal((await testApp()).server.timeout, STALLED_CONNECTION_MS, `a minute by default (${STALLED_CONNECTION_MS} ms)`)
   const budget = htmlBudget()
   const app = await testApp({}, { portalHtml: budget, stalledConnectionMs: 200 })
-  const id = await largeChangelog(t, app)
+  const id = await largeChangelogId()
   await overHttp(app)
   const stalled = stalledRead(app, `/portal/${id}/changelog?limit=40`)
   t.teardown(() => stalled.destroy())
