@@ -1,9 +1,8 @@
 // CI runs `npm test` twice, on the embedded database and on PostgreSQL (.ci/run), and each test
-// once: the files that never use the database DATABASE_URL names run in one pass only, those
-// that use the embedded database in the PGlite pass (EMBEDDED_PASS_ONLY, the PostgreSQL pass's
-// TAP_EXCLUDE), those that use none in the PostgreSQL pass (POSTGRES_PASS_ONLY, in the PGlite
-// pass's). This holds each of them to that, so that no test of either database is lost from CI
-// by being listed there.
+// once: the files that never use the database DATABASE_URL names run in one pass only, some in
+// the PGlite pass (EMBEDDED_PASS_ONLY, the PostgreSQL pass's TAP_EXCLUDE), the others in the
+// PostgreSQL pass (POSTGRES_PASS_ONLY, in the PGlite pass's). This holds each of them to that,
+// so that no test of either database is lost from CI by being listed there.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { minimatch } from 'minimatch'
