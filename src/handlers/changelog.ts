@@ -63,7 +63,7 @@ export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ pr
   // Nothing exists yet to compare with, so this process's clock judges "in the future"; the
   // date written for "now" is still the database's.
   const published_at = publishedAtOrThrow(decidePublishing(body, undefined, new Date())) ?? null
-  const body_html = await markdown.render(body.body ?? '')
+  const body_html = await markdown.render(body.body ?? '', principal.projectId)
   const entry = await repos.transaction(async (tx) => {
     const created = await tx.changelog.create(principal.projectId, {
       title: body.title,
@@ -92,7 +92,7 @@ export const updateChangelogEntry: Handler<'updateChangelogEntry'> = async ({ pr
   publishedAtOrThrow(checkPublishingInput(body, new Date()))
   const locale = body.locale === undefined ? undefined : canonicalLocale(body.locale)
   // Rendered before the entry is locked, so that no row waits on a render.
-  const body_html = body.body === undefined ? undefined : await markdown.render(body.body)
+  const body_html = body.body === undefined ? undefined : await markdown.render(body.body, principal.projectId)
 
   const precondition = ifMatch(headers['if-match'])
   const result = await repos.transaction(async (tx) => {

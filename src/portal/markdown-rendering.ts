@@ -49,22 +49,51 @@ type Outcome = { html: string } | { fallback: 'deadline' | 'worker_failed' }
 export class MarkdownRenderer {
   /** The worker, once it has said it is ready. */
   private worker: Promise<Worker | undefined> | undefined
-  /** Renders run one after another; this is the last one queued (it never rejects). */
-  private queue: Promise<unknown> = Promise.resolve()
+  /**
+   * Renders waiting, in a line per project. The worker renders one body at a time, taking each
+   * line's next in turn, so that a project's many bodies (up to a second each) hold up another
+   * project's writes by one render each, not by all of them (found by an outside review: forty
+   * pathological bodies from one key added 5.8 s to every other tenant's write).
+   */
+  private readonly waiting = new Map<string, (() => Promise<void>)[]>()
+  private rendering = false
 
   constructor(private readonly options: RendererOptions = {}) {}
 
-  /** The body as HTML safe to insert into a page or a feed; never rejects. */
-  render(source: string): Promise<string> {
+  /** The body as HTML safe to insert into a page or a feed, rendered in `line`'s turn (a project's id); never rejects. */
+  render(source: string, line = ''): Promise<string> {
     if (source === '') return Promise.resolve('')
-    const job = this.queue.then(async () => {
-      const outcome = await this.run(source)
-      if ('html' in outcome) return outcome.html
-      this.options.onFallback?.(outcome.fallback)
-      return plainTextHtml(source)
+    return new Promise((resolve) => {
+      const job = async () => {
+        const outcome = await this.run(source).catch((): Outcome => ({ fallback: 'worker_failed' }))
+        if ('fallback' in outcome) this.options.onFallback?.(outcome.fallback)
+        resolve('html' in outcome ? outcome.html : plainTextHtml(source))
+      }
+      const jobs = this.waiting.get(line)
+      if (jobs) jobs.push(job)
+      else this.waiting.set(line, [job])
+      void this.renderWaiting()
     })
-    this.queue = job
-    return job
+  }
+
+  /**
+   * Renders what waits, one body at a time, until nothing does. A Map keeps its keys in the order
+   * they were set: the first line gives its next body, and goes to the back if it has more.
+   */
+  private async renderWaiting(): Promise<void> {
+    if (this.rendering) return
+    this.rendering = true
+    try {
+      for (let first = this.waiting.entries().next(); !first.done; first = this.waiting.entries().next()) {
+        const [line, jobs] = first.value
+        const job = jobs.shift()!
+        this.waiting.delete(line)
+        if (jobs.length) this.waiting.set(line, jobs)
+        await job()
+      }
+    } finally {
+      this.rendering = false
+    }
   }
 
   /** Stops the worker, if one runs; a later render starts another. */

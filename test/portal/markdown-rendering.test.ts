@@ -16,6 +16,16 @@ t.test('bodies render in a worker, with the link allow-list and without raw HTML
   t.equal(await renderer.render('<b>x</b> [a](javascript:alert(1)) [b](https://ok.example)'), '<p>&lt;b&gt;x&lt;/b&gt; [a](javascript:alert(1)) <a href="https://ok.example">b</a></p>\n')
 })
 
+t.test("one project's many bodies hold up another project's by one render, not by all of them", async (t) => {
+  const renderer = new MarkdownRenderer()
+  t.teardown(() => renderer.close())
+  const done: string[] = []
+  const rendered = (name: string, project: string) => renderer.render(`# ${name}`, project).then((html) => done.push(`${name} ${html.trim()}`))
+  await Promise.all([...['a1', 'a2', 'a3', 'a4', 'a5'].map((name) => rendered(name, 'prj_a')), rendered('b1', 'prj_b')])
+  // a1 was rendering when the others came, a2 was next in its project's line; then each line in turn.
+  t.same(done, ['a1 <h1>a1</h1>', 'a2 <h1>a2</h1>', 'b1 <h1>b1</h1>', 'a3 <h1>a3</h1>', 'a4 <h1>a4</h1>', 'a5 <h1>a5</h1>'])
+})
+
 t.test('a render that never ends holds no event loop, and ends as plain text at its deadline', async (t) => {
   const fallbacks: string[] = []
   const renderer = new MarkdownRenderer({ workerUrl: stuckWorker, deadlineMs: 200, onFallback: (reason) => fallbacks.push(reason) })
