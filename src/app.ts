@@ -177,7 +177,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   app.setValidatorCompiler(validatorCompiler)
   app.addHook('preValidation', async (request) => {
-    await refuseInvalidHost(request)
+    refuseInvalidHost(request)
     await refuseUndecodableUrl(request)
   })
   registerJsonParser(app, BODY_LIMIT)

@@ -112,22 +112,15 @@ export function routableUrl(request: IncomingMessage): string {
   return path.replaceAll('%', '%25') + (end < 0 ? '' : url.slice(end))
 }
 
-/**
- * A preValidation hook, so after the guard: an operation's path the router could not have
- * decoded (routableUrl), or a query string whose names or values are not percent-encoded UTF-8 (`%ZZ`,
- * a cut-off `%E0%A4%A`, an encoded lone surrogate), is a 400. The query parser keeps such text
- * as it came, so a free-text parameter (a changelog `label`) would otherwise take `%ZZ` for the
- * `%25ZZ` it cannot be told from.
- */
 /** RFC 3986's host (a reg-name, an IPv4 address or a bracketed IPv6 one), then an optional port. */
 const HOST = /^(?:\[([^\]]*)\]|[\w\-.~!$&'()*+,;=%]*)(?::(\d{1,5}))?$/
 
 /**
- * A preValidation hook: a Host header sent twice, or one that is no host and port, is a 400
- * (RFC 9112 §3.2: a server MUST answer 400). An empty one is what a request without an authority
- * sends; HTTP/1.0 may send none.
+ * For the preValidation hook, so after the guard: a Host header sent twice, or one that is no host
+ * and port, is a 400 (RFC 9112 §3.2: a server MUST answer 400). An empty one is what a request
+ * without an authority sends; HTTP/1.0 may send none.
  */
-export async function refuseInvalidHost(request: FastifyRequest): Promise<void> {
+export function refuseInvalidHost(request: FastifyRequest): void {
   const host = request.headers.host
   if (host === undefined) return
   const match = HOST.exec(host)
@@ -135,6 +128,13 @@ export async function refuseInvalidHost(request: FastifyRequest): Promise<void> 
   if (!valid || timesSent(request, 'host') > 1) throw invalidField('header', '/Host', 'must be one host name or address, with an optional port, sent once')
 }
 
+/**
+ * A preValidation hook, so after the guard: an operation's path the router could not have
+ * decoded (routableUrl), or a query string whose names or values are not percent-encoded UTF-8 (`%ZZ`,
+ * a cut-off `%E0%A4%A`, an encoded lone surrogate), is a 400. The query parser keeps such text
+ * as it came, so a free-text parameter (a changelog `label`) would otherwise take `%ZZ` for the
+ * `%25ZZ` it cannot be told from.
+ */
 export async function refuseUndecodableUrl(request: FastifyRequest): Promise<void> {
   // Under an operation's route; a path that names none is a 404 like any unknown path.
   if (UNDECODABLE_PATH in request.raw && request.routeOptions.config.route) throw undecodablePath()

@@ -80,6 +80,27 @@ const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) (${MO
 const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-(${MONTH})-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
 const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTH}) ([ \\d]\\d) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`)
 
+/** An HTTP-date's year, month name, day, hour, minute and second, as its form writes them. */
+type DateFields = [year: number, month: string, day: string, hour: string, minute: string, second: string]
+
+function imfFields(value: string): DateFields | undefined {
+  const m = IMF_FIXDATE.exec(value)
+  return m ? [Number(m[3]), m[2]!, m[1]!, m[4]!, m[5]!, m[6]!] : undefined
+}
+
+function rfc850Fields(value: string, now: Date): DateFields | undefined {
+  const m = RFC850_DATE.exec(value)
+  if (!m) return undefined
+  const thisYear = now.getUTCFullYear()
+  const year = thisYear - (thisYear % 100) + Number(m[3])
+  return [year > thisYear + 50 ? year - 100 : year, m[2]!, m[1]!, m[4]!, m[5]!, m[6]!]
+}
+
+function asctimeFields(value: string): DateFields | undefined {
+  const m = ASCTIME_DATE.exec(value)
+  return m ? [Number(m[6]), m[1]!, m[2]!.trim(), m[3]!, m[4]!, m[5]!] : undefined
+}
+
 /**
  * An HTTP-date's milliseconds, or undefined for anything else (`Date.parse` took `9999` and
  * `foo 2099` for dates). An RFC 850 date's two-digit year is the latest year with those digits
@@ -87,18 +108,7 @@ const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTH}) ([ 
  * range is no date.
  */
 export function httpDate(value: string, now = new Date()): number | undefined {
-  let fields: [year: number, month: string, day: string, hour: string, minute: string, second: string] | undefined
-  const imf = IMF_FIXDATE.exec(value)
-  if (imf) fields = [Number(imf[3]), imf[2]!, imf[1]!, imf[4]!, imf[5]!, imf[6]!]
-  const rfc850 = RFC850_DATE.exec(value)
-  if (rfc850) {
-    const thisYear = now.getUTCFullYear()
-    let year = thisYear - (thisYear % 100) + Number(rfc850[3])
-    if (year > thisYear + 50) year -= 100
-    fields = [year, rfc850[2]!, rfc850[1]!, rfc850[4]!, rfc850[5]!, rfc850[6]!]
-  }
-  const asctime = ASCTIME_DATE.exec(value)
-  if (asctime) fields = [Number(asctime[6]), asctime[1]!, asctime[2]!.trim(), asctime[3]!, asctime[4]!, asctime[5]!]
+  const fields = imfFields(value) ?? rfc850Fields(value, now) ?? asctimeFields(value)
   if (!fields) return undefined
   const [year, month, day, hour, minute, second] = fields
   const date = new Date(Date.UTC(year, MONTHS.indexOf(month), Number(day), Number(hour), Number(minute), Number(second)))
