@@ -2465,7 +2465,9 @@ export interface components {
         PortalEntryId: string;
         /**
          * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
-         *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
+         *     Ignored when `If-None-Match` is sent, and when it is not an HTTP-date in one of RFC 9110's
+         *     three forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
+         *     ones).
          */
         IfModifiedSince: string;
         /**
@@ -5030,7 +5032,9 @@ export interface operations {
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
                 /**
                  * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
-                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
+                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP-date in one of RFC 9110's
+                 *     three forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
+                 *     ones).
                  */
                 "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
             };
@@ -5087,7 +5091,9 @@ export interface operations {
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
                 /**
                  * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
-                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP date.
+                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP-date in one of RFC 9110's
+                 *     three forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
+                 *     ones).
                  */
                 "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
             };
