@@ -14,6 +14,7 @@ import { ApiError, invalidField, sendProblem, toApiError } from './http/errors.j
 import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
+import { bodyBudget, registerBodyBudget, type BodyBudget } from './http/body-budget.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF } from './http/connection.js'
@@ -23,7 +24,6 @@ import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } 
 import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
-import { htmlBudget, type HtmlBudget } from './portal/html-budget.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
 import { refuseInvalidHost, refuseUndecodableUrl, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
@@ -86,8 +86,8 @@ export interface BuildOptions {
   deliveriesDue?: () => void
   /** How long a connection may stall while a request is served (STALLED_CONNECTION_MS), for tests. */
   stalledConnectionMs?: number
-  /** Replaces the budget of stored HTML the public pages and feeds hold while sent (portal/html-budget.ts), for tests that watch it. */
-  portalHtml?: HtmlBudget
+  /** Replaces the budget of memory that large answers hold while sent (http/body-budget.ts), for tests that watch it. */
+  bodyBudget?: BodyBudget
 }
 
 /**
@@ -124,7 +124,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     bodyLimit: BODY_LIMIT,
     // A connection on which nothing moves for this long while a request is served is closed: a
     // client that stops reading an answer would otherwise hold it, and what it holds (a page's
-    // HTML, portal/html-budget.ts), for ever. Between requests the keep-alive timeout applies.
+    // HTML or a page of records, http/body-budget.ts), for ever. Between requests the keep-alive timeout applies.
     connectionTimeout: options.stalledConnectionMs ?? STALLED_CONNECTION_MS,
     // request.ip, which the rate limits count by: X-Forwarded-For is believed from these proxies only.
     trustProxy: config.trustProxy.length ? [...config.trustProxy] : false,
@@ -163,7 +163,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     },
     ping: () => database.ping(),
     metrics,
-    portalHtml: options.portalHtml ?? htmlBudget(),
+    bodyBudget: options.bodyBudget ?? bodyBudget(),
   }
 
   // Every route the app serves, so that a test can hold it against the spec.
@@ -302,6 +302,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   registerConditionalRequests(app)
+  registerBodyBudget(app, ctx.bodyBudget)
   registerIdempotency(app)
   // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)

@@ -1,7 +1,8 @@
 import { isId } from '../domain/ids.js'
 import { notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
-import { eventRecord } from '../webhooks/event-record.js'
+import { jsonPage, jsonRecord } from '../http/json-text.js'
+import { eventJson, type EventRecord } from '../webhooks/event-record.js'
 import { page, pageRequest } from './pagination.js'
 
 const eventId = (id: string) => {
@@ -14,11 +15,11 @@ export const listEvents = readByKey<'listEvents'>(async ({ query, project }, { r
   const scope = `events:${query.type ?? '*'}`
   const request = pageRequest(query, 25, scope)
   const rows = await repos.webhooks.events(project, { type: query.type, ...request, limit: request.limit + 1 })
-  return { status: 200, body: page(rows, request, scope, (row) => ({ at: row.created_at, id: row.id }), eventRecord) }
+  return { status: 200, body: jsonPage<EventRecord>(page(rows, request, scope, (row) => ({ at: row.created_at, id: row.id }), eventJson)) }
 })
 
 export const getEvent = readByKey<'getEvent'>(async ({ params, project }, { repos }) => {
   const row = await repos.webhooks.event(project, eventId(params.id))
   if (!row) throw notFound('event')
-  return { status: 200, body: { data: eventRecord(row) } }
+  return { status: 200, body: jsonRecord<EventRecord>(eventJson(row)) }
 })

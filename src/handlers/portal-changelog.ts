@@ -59,10 +59,10 @@ async function shownEntries(ctx: AppContext, state: PortalState, locale: string 
 
 /**
  * The stream `send` makes of the shown entries, their HTML's bytes held in the instance's budget
- * (html-budget.ts) from before they are read until the stream closes; a 503 when they do not fit.
+ * (http/body-budget.ts) from before they are read until the stream closes; a 503 when they do not fit.
  */
 async function sentWithin<S extends Readable | undefined>(ctx: AppContext, state: PortalState, locale: string | undefined, send: (entries: ShownEntry[]) => S): Promise<S> {
-  const release = ctx.portalHtml.take(state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0))
+  const release = ctx.bodyBudget.take(state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0))
   try {
     const stream = send(await shownEntries(ctx, state, locale))
     if (stream) stream.once('close', release)

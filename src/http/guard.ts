@@ -24,6 +24,7 @@ import type { ApiKeyReadId, RouteSpec } from '../../generated/routes.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import { hashApiKey, isApiKeyShape, secretsEqual } from '../domain/secrets.js'
 import { ApiError } from './errors.js'
+import { JsonText } from './json-text.js'
 import type { RateLimits } from './rate-limit.js'
 import { timesSent } from './raw-headers.js'
 import type { AppContext, Handler, KeyScopedHandler, KeyScopedRequest, Principal } from './types.js'
@@ -71,6 +72,7 @@ export const readsByKey = (handler: unknown): boolean => typeof handler === 'fun
  * without rows is settled by routes.ts before it is sent.
  */
 export function provesKey(body: unknown): boolean {
+  if (body instanceof JsonText) return body.rows > 0
   const data = (body as { data?: unknown } | undefined)?.data
   return !Array.isArray(data) || data.length > 0
 }

@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
+import { JsonText } from './json-text.js'
 import { answerIdempotently, secretSourceOf } from './idempotency.js'
 import { provesKey, readsByKey, type Guard } from './guard.js'
 import { serializerSchema } from './serialization.js'
@@ -12,6 +13,9 @@ import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, t
 async function emptyBodyWhenNone(request: FastifyRequest): Promise<void> {
   if (request.body === undefined) request.body = {}
 }
+
+/** What Fastify sends a serialized body as. */
+const JSON_TYPE = 'application/json; charset=utf-8'
 
 const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
 
@@ -52,7 +56,10 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
         if (byKey && !provesKey(result.body)) await guard.settle(request, reply)
         if (result.headers) reply.headers(result.headers)
         reply.code(result.status)
-        return result.status === 204 || result.status === 304 ? reply.send() : reply.send(result.body)
+        if (result.status === 204 || result.status === 304) return reply.send()
+        // Sent as it is: with a JSON type, Fastify does not serialize a string again.
+        if (result.body instanceof JsonText) return reply.type(JSON_TYPE).send(result.body.text)
+        return reply.send(result.body)
       },
     })
   }

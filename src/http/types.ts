@@ -8,8 +8,9 @@ import type { ApiKeyReadId, OperationId } from '../../generated/routes.js'
 import type { Config } from '../config.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
-import type { HtmlBudget } from '../portal/html-budget.js'
 import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
+import type { BodyBudget } from './body-budget.js'
+import type { JsonText } from './json-text.js'
 import type { Metrics } from './metrics.js'
 
 export type { ApiKeyReadId, OperationId }
@@ -34,12 +35,15 @@ type PageStatus<K extends OperationId> = {
   [S in keyof Op<K>['responses']]: Op<K>['responses'][S] extends { content: { 'text/html': string } } ? S : never
 }[keyof Op<K>['responses']]
 type ReplyStatus<K extends OperationId> = (keyof Op<K>['responses'] & SuccessStatus) | PageStatus<K>
-/** Any body but the API's JSON may also be sent as a stream of its bytes (the public changelog's pages and feeds). */
-type Streamable<R> = R extends { content: { 'application/json': unknown } } ? never : Readable
+/**
+ * A body may also be sent as it is: the API's JSON as text already written (an event's stored
+ * record, json-text.ts), any other as a stream of its bytes (the public changelog's pages and feeds).
+ */
+type Unserialized<R> = R extends { content: { 'application/json': infer J } } ? JsonText<J> : Readable
 export type Reply<K extends OperationId> = {
   [S in ReplyStatus<K>]: {
     status: S
-    body: Content<Op<K>['responses'][S]> | Streamable<Op<K>['responses'][S]>
+    body: Content<Op<K>['responses'][S]> | Unserialized<Op<K>['responses'][S]>
     headers?: Record<string, string>
   }
 }[ReplyStatus<K>]
@@ -83,8 +87,8 @@ export interface AppContext {
   ping(): Promise<void>
   /** This app's metrics, served by GET /metrics. */
   metrics: Metrics
-  /** The stored HTML the public pages and feeds may hold while they are sent (portal/html-budget.ts). */
-  portalHtml: HtmlBudget
+  /** The memory that large answers may hold while they are sent (body-budget.ts). */
+  bodyBudget: BodyBudget
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>

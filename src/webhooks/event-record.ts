@@ -22,12 +22,7 @@ export interface EventRow {
   created_at: Date
 }
 
-/** The event as JSON text: a delivery's body, and what GET /v1/events/{id} holds under `data`. */
+/** The event as JSON text: a delivery's body, and each event of GET /v1/events and /v1/events/{id}. */
 export function eventJson(row: EventRow): string {
   return `{"id":${JSON.stringify(row.id)},"type":${JSON.stringify(row.type)},"created_at":${JSON.stringify(row.created_at.toISOString())},"data":${row.data}}`
-}
-
-/** The event as a value, for a response that Fastify serializes. */
-export function eventRecord(row: EventRow): EventRecord {
-  return JSON.parse(eventJson(row)) as EventRecord
 }

@@ -1,0 +1,145 @@
+// What large answers hold while they are sent has a budget per instance (src/http/body-budget.ts):
+// a client that stops reading a large page (the portal's HTML, or the API's JSON) holds its
+// bytes, and past the budget other large reads are a 503 instead of the heap running out (found
+// by outside reviews: sixteen stalled reads of a 60 MB page ended the process).
+import { readFileSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { ApiError } from '../../src/http/errors.js'
+import { BODY_BUDGET, bodyBudget, COUNTED_BODY_LENGTH } from '../../src/http/body-budget.js'
+import { STALLED_CONNECTION_MS } from '../../src/app.js'
+import { call, createProject, testApp } from '../helpers/app.js'
+import { overHttp } from '../helpers/over-http.js'
+import { source, specProblems } from '../helpers/spec-check.js'
+
+t.test('bytes are taken up to the budget, given back once, and one body alone always fits', async (t) => {
+  const budget = bodyBudget(100)
+  const first = budget.take(60)
+  t.throws(() => budget.take(50), new ApiError('unavailable', 'Too many large answers are being sent right now; retry shortly.'))
+  try {
+    budget.take(50)
+  } catch (error) {
+    t.same((error as ApiError).options.headers, { 'retry-after': '5' }, 'with Retry-After')
+  }
+  first()
+  first()
+  t.equal(budget.held(), 0, 'a release twice gives back once')
+  const second = budget.take(50)
+  const third = budget.take(50)
+  t.equal(budget.held(), 100, 'up to the budget exactly')
+  second()
+  third()
+  const alone = budget.take(1_000)
+  t.equal(budget.held(), 1_000, 'a body larger than the budget is sent when nothing else is held')
+  alone()
+})
+
+/**
+ * A project with forty published entries of about 600 KB of HTML each (a quote is six bytes
+ * escaped): a 24 MB page, and forty events of 100 000 quotes each (an 8 MB page of JSON). Made
+ * once, through the shared app; the tests' apps read it from the same database.
+ */
+let largeChangelog: Promise<{ id: string; key: string }> | undefined
+function largeChangelogProject(): Promise<{ id: string; key: string }> {
+  largeChangelog ??= (async () => {
+    const app = await testApp()
+    const { id, key } = await createProject()
+    for (let i = 0; i < 40; i++) {
+      const created = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: `Large ${i}`, body: '"'.repeat(100_000), status: 'published' } })
+      if (created.status !== 201) throw new Error(`entry ${i}: ${created.status}`)
+    }
+    return { id, key }
+  })()
+  return largeChangelog
+}
+
+/**
+ * Asks for the page and never reads the answer: the socket is paused, so once the kernel's
+ * buffers (a few MB each way) are full the server's writes stall.
+ */
+function stalledRead(app: FastifyInstance, path: string, key?: string): Socket {
+  const { port } = app.server.address() as { port: number }
+  const authorization = key ? `Authorization: Bearer ${key}\r\n` : ''
+  const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n${authorization}\r\n`))
+  socket.pause()
+  socket.on('error', () => {})
+  return socket
+}
+
+/** Resolves once `held()` says so; the test's timeout bounds the wait. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+t.test('a page a client stops reading holds its HTML until its connection closes; meanwhile another is a 503', async (t) => {
+  const budget = bodyBudget(1)
+  const app = await testApp({}, { bodyBudget: budget })
+  const { id } = await largeChangelogProject()
+  const send = await overHttp(app)
+  const stalled = stalledRead(app, `/portal/${id}/changelog?limit=40`)
+  await until(() => budget.held() > 20_000_000)
+  t.pass('the page is being sent, its HTML held')
+  const refused = await send({ path: `/portal/${id}/changelog.json` })
+  t.same([refused.status, refused.headers['retry-after'], JSON.parse(refused.body).code], [503, '5', 'unavailable'], 'a second large body, beyond the budget')
+  t.same(specProblems('GET', `/portal/${id}/changelog.json`, { statusCode: refused.status, headers: refused.headers, body: refused.body }), [], 'as openapi.yaml documents it')
+  stalled.destroy()
+  await until(() => budget.held() === 0)
+  t.pass('the stalled page gave its bytes back once its connection closed')
+  t.equal((await send({ path: `/portal/${id}/changelog.json` })).status, 200, 'then the feed is sent')
+  t.equal(budget.held(), 0, 'and its bytes given back once sent')
+})
+
+t.test('a connection that stalls is closed by the server, and the page it held gives its HTML back', async (t) => {
+  t.equal((await testApp()).server.timeout, STALLED_CONNECTION_MS, `a minute by default (${STALLED_CONNECTION_MS} ms)`)
+  const budget = bodyBudget()
+  const app = await testApp({}, { bodyBudget: budget, stalledConnectionMs: 200 })
+  const { id } = await largeChangelogProject()
+  await overHttp(app)
+  const stalled = stalledRead(app, `/portal/${id}/changelog?limit=40`)
+  t.teardown(() => stalled.destroy())
+  await until(() => budget.held() > 20_000_000)
+  t.pass('the page is being sent, its HTML held')
+  await until(() => budget.held() === 0)
+  t.pass('the server closed the stalled connection, and the HTML was given back')
+})
+
+t.test("an API page a client stops reading holds its JSON until its connection closes; meanwhile other large reads are a 503, and writes are not", async (t) => {
+  const budget = bodyBudget(1)
+  const app = await testApp({}, { bodyBudget: budget })
+  const { id, key } = await largeChangelogProject()
+  const send = await overHttp(app)
+  const draft = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Large draft', body: 'x'.repeat(100_000) } })
+  const { etag } = (await call(t, app, { url: `/v1/changelog/${draft.json.data.id}`, key })).headers
+  const stalled = stalledRead(app, '/v1/events?limit=40', key)
+  await until(() => budget.held() > 5_000_000)
+  t.pass('the page of events is being sent, its text held')
+
+  const authorization = `Bearer ${key}`
+  for (const path of ['/v1/events?limit=40', '/v1/changelog?limit=40', `/portal/${id}/changelog.json`]) {
+    const refused = await send({ path, headers: { authorization } })
+    t.same([refused.status, refused.headers['retry-after'], JSON.parse(refused.body).code], [503, '5', 'unavailable'], `GET ${path}: beyond the budget`)
+    t.same(specProblems('GET', path, { statusCode: refused.status, headers: refused.headers, body: refused.body }), [], 'as openapi.yaml documents it')
+  }
+  const small = await call(t, app, { url: '/v1/beta/programs', key })
+  t.equal(small.status, 200, `a small answer (under ${COUNTED_BODY_LENGTH} characters) is not counted`)
+  const written = await call(t, app, { method: 'PATCH', url: `/v1/changelog/${draft.json.data.id}`, key, body: { title: 'Large draft, retitled' } })
+  t.equal(written.status, 200, "a write's large answer is sent whatever is held: its change is made")
+  t.equal((await call(t, app, { url: `/v1/changelog/${draft.json.data.id}`, key, headers: { 'if-none-match': written.headers.etag as string } })).status, 304, 'a 304 sends nothing, so takes nothing')
+  t.not(written.headers.etag, etag, 'of the entry as written')
+
+  stalled.destroy()
+  await until(() => budget.held() === 0)
+  t.pass('the stalled page gave its text back once its connection closed')
+  const events = await call(t, app, { url: '/v1/events?limit=40', key })
+  t.same([events.status, events.json.data.length], [200, 40], 'then the page of events is sent')
+  t.equal(budget.held(), 0, 'and its text given back once sent')
+})
+
+t.test('openapi.yaml and the README give the budget and the size it counts from', async (t) => {
+  const megabytes = BODY_BUDGET / 1024 / 1024
+  const conventions = (source.tags as { name: string; description: string }[]).find((tag) => tag.name === 'conventions')!.description
+  t.match(conventions.replace(/\s+/g, ' '), `at most ${megabytes} MB of large answers (${COUNTED_BODY_LENGTH / 1024} KiB and more`, 'the conventions tag')
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
+  t.match(readme, `(${COUNTED_BODY_LENGTH / 1024} KiB and more: the API's pages of events or long changelog entries, the portal's pages and feeds) also share a budget of ${megabytes} MB`, 'the README')
+})
