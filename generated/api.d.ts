@@ -2416,7 +2416,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `unavailable`: the database does not answer; retry after the `Retry-After` seconds. */
+        /** @description `unavailable`: the database does not answer, or the instance cannot take this request now (too many large answers being sent, or too many of the project's changelog bodies waiting to be rendered); retry after the `Retry-After` seconds. */
         Unavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -8,13 +8,24 @@
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Worker, type WorkerOptions } from 'node:worker_threads'
+import { ApiError } from '../http/errors.js'
 import { plainTextHtml } from './markdown.js'
 
 /** Far beyond any body's render (the worst found takes about 200 ms), short enough that a write waits no longer. */
 export const RENDER_DEADLINE_MS = 1000
 
+/**
+ * Bodies of one project that may wait for the worker at once. Renders take turns by project, so
+ * a project's own line is all that delays its writes; without a bound, a flood of writes from one
+ * key would wait longer and longer, each holding its body. Beyond it, a write is a 503: at the
+ * deadline of a second a render, a full line is half a minute of waiting already.
+ */
+export const MAX_WAITING_PER_PROJECT = 32
+
 export interface RendererOptions {
   deadlineMs?: number
+  /** Replaces MAX_WAITING_PER_PROJECT. */
+  maxWaiting?: number
   /** The worker module; tests use one that never answers. */
   workerUrl?: URL
   /** Told when a body had to be stored as plain text, and why (never the body). */
@@ -60,9 +71,18 @@ export class MarkdownRenderer {
 
   constructor(private readonly options: RendererOptions = {}) {}
 
-  /** The body as HTML safe to insert into a page or a feed, rendered in `line`'s turn (a project's id); never rejects. */
+  /**
+   * The body as HTML safe to insert into a page or a feed, rendered in `line`'s turn (a project's
+   * id). Rejects only when `line` is full (a 503: nothing has been written yet); a render that
+   * fails or runs out of time ends as the body's text.
+   */
   render(source: string, line = ''): Promise<string> {
     if (source === '') return Promise.resolve('')
+    if ((this.waiting.get(line)?.length ?? 0) >= (this.options.maxWaiting ?? MAX_WAITING_PER_PROJECT)) {
+      return Promise.reject(
+        new ApiError('unavailable', "Too many of this project's changelog bodies are waiting to be rendered; retry shortly.", { headers: { 'retry-after': '1' } }),
+      )
+    }
     return new Promise((resolve) => {
       const job = async () => {
         const outcome = await this.run(source).catch((): Outcome => ({ fallback: 'worker_failed' }))

@@ -1,12 +1,18 @@
 // Rendering a body never runs on the event loop and never takes longer than its deadline: a
 // render that does not finish ends as the body's text, and the next render gets a fresh worker.
+import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { MAX_HTML_LENGTH } from '../../src/portal/markdown.js'
-import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
+import { ApiError } from '../../src/http/errors.js'
+import { MAX_WAITING_PER_PROJECT, MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
 import { call, createProject, testApp } from '../helpers/app.js'
+import { source } from '../helpers/spec-check.js'
 
 const stuckWorker = new URL('./fixtures/stuck-worker.ts', import.meta.url)
+
+/** Once the renderer has moved past its last render: it does so in microtasks, all run before the next turn of the event loop. */
+const idle = () => new Promise((resolve) => setImmediate(resolve))
 
 t.test('bodies render in a worker, with the link allow-list and without raw HTML', async (t) => {
   const renderer = new MarkdownRenderer()
@@ -24,6 +30,44 @@ t.test("one project's many bodies hold up another project's by one render, not b
   await Promise.all([...['a1', 'a2', 'a3', 'a4', 'a5'].map((name) => rendered(name, 'prj_a')), rendered('b1', 'prj_b')])
   // a1 was rendering when the others came, a2 was next in its project's line; then each line in turn.
   t.same(done, ['a1 <h1>a1</h1>', 'a2 <h1>a2</h1>', 'b1 <h1>b1</h1>', 'a3 <h1>a3</h1>', 'a4 <h1>a4</h1>', 'a5 <h1>a5</h1>'])
+})
+
+t.test("a project's line is bounded: past it, a render is refused at once, and other projects' are not", async (t) => {
+  const renderer = new MarkdownRenderer({ workerUrl: stuckWorker, deadlineMs: 200, maxWaiting: 2 })
+  t.teardown(() => renderer.close())
+  t.equal(await renderer.render('warm up'), '<p>echo warm up</p>', 'the worker answers')
+  await idle()
+  const accepted = [renderer.render('stuck a1', 'prj_a'), renderer.render('a2', 'prj_a'), renderer.render('a3', 'prj_a')]
+  const refusal = await renderer.render('a4', 'prj_a').catch((error: unknown) => error)
+  t.ok(refusal instanceof ApiError, 'the third body waiting is refused')
+  t.match(refusal, { code: 'unavailable', message: "Too many of this project's changelog bodies are waiting to be rendered; retry shortly.", options: { headers: { 'retry-after': '1' } } }, 'a 503 with Retry-After')
+  const other = renderer.render('b1', 'prj_b')
+  t.same(await Promise.all([...accepted, other]), ['<p>stuck a1</p>\n', '<p>echo a2</p>', '<p>echo a3</p>', '<p>echo b1</p>'], 'what was accepted is rendered, the other project too')
+  t.equal(await renderer.render('a5', 'prj_a'), '<p>echo a5</p>', 'and once the line has moved, the project renders again')
+})
+
+t.test("openapi.yaml and the README give a project's line its length", async (t) => {
+  const tag = (source.tags as { name: string; description: string }[]).find((tag) => tag.name === 'changelog')!.description.replace(/\s+/g, ' ')
+  t.match(tag, `A project may have at most ${MAX_WAITING_PER_PROJECT} bodies waiting`, 'the changelog tag')
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
+  t.match(readme, `A project's line holds at most ${MAX_WAITING_PER_PROJECT} bodies waiting`, 'the README')
+})
+
+t.test('a write whose body cannot wait is a 503, and writes nothing', async (t) => {
+  const renderer = new MarkdownRenderer({ workerUrl: stuckWorker, deadlineMs: 200, maxWaiting: 1 })
+  t.teardown(() => renderer.close())
+  const app = await testApp({}, { markdown: renderer })
+  const { id, key } = await createProject()
+  t.equal(await renderer.render('warm up'), '<p>echo warm up</p>')
+  await idle()
+  // The project's line, filled: one body rendering, one waiting.
+  const ahead = [renderer.render('stuck', id), renderer.render('waits', id)]
+  const entry = { method: 'POST', url: '/v1/changelog', key, body: { title: 'Refused', body: 'refused' }, headers: { 'idempotency-key': 'refused-once' } } as const
+  const refused = await call(t, app, entry)
+  t.same([refused.status, refused.json.code, refused.headers['retry-after']], [503, 'unavailable', '1'], 'refused with Retry-After')
+  await Promise.all(ahead)
+  t.same((await call(t, app, { url: '/v1/changelog?status=draft', key })).json.data, [], 'nothing was written')
+  t.equal((await call(t, app, entry)).status, 201, 'its retry, under the same Idempotency-Key, is written')
 })
 
 t.test('a render that never ends holds no event loop, and ends as plain text at its deadline', async (t) => {
