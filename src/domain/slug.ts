@@ -1,5 +1,5 @@
-// A program's slug, derived once from its name (contract §4). Pure: uniqueness within a
-// project is settled by the repository against the unique index.
+// A program's slug, derived once from its name (contract §4). Pure: the first free of `slug`,
+// `slug-2`, ... is found by the repository (db/repos/programs.ts), against the unique index.
 
 export const SLUG_MAX_LENGTH = 60
 export const FALLBACK_SLUG = 'program'
@@ -26,13 +26,4 @@ function shorten(slug: string): string {
   const lastHyphen = cut.lastIndexOf('-')
   if (insideWord && lastHyphen > 0) cut = cut.slice(0, lastHyphen)
   return cut.replace(/^-+|-+$/g, '')
-}
-
-/** The first of `base`, `base-2`, `base-3`, ... that is not in `taken`. */
-export function firstFreeSlug(base: string, taken: ReadonlySet<string>): string {
-  if (!taken.has(base)) return base
-  for (let n = 2; ; n++) {
-    const candidate = `${base}-${n}`
-    if (!taken.has(candidate)) return candidate
-  }
 }

@@ -120,6 +120,24 @@ t.test('a name whose slug looks numbered does not confuse the numbering', async 
   t.equal(third.json.data.slug, 'beta-3', 'beta-2 is taken by "Beta 2"')
 })
 
+t.test('the first free number is taken, gaps included; slugs of other names are not numbers', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const create = async (name: string) => (await call(t, app, { method: 'POST', url: URL, key, body: { name } })).json.data as { id: string; slug: string }
+  for (const name of ['Beta 1', 'Beta 02', 'Beta testing', 'Beta 3', 'Beta 10']) await create(name)
+  t.equal((await create('Beta')).slug, 'beta', 'the base first, when free')
+  t.equal((await create('Beta')).slug, 'beta-2', 'numbering starts at 2: beta-1 and beta-02 are the slugs of other names')
+  t.equal((await create('Beta')).slug, 'beta-4', 'beta-3 is taken')
+  const fifth = await create('Beta')
+  t.equal(fifth.slug, 'beta-5')
+  for (let n = 6; n <= 9; n++) t.equal((await create('Beta')).slug, `beta-${n}`)
+  t.equal((await create('Beta')).slug, 'beta-11', 'beta-10 is taken: numbers compare as numbers, not as text')
+  await call(t, app, { method: 'DELETE', url: `${URL}/${fifth.id}`, key })
+  t.equal((await create('Beta')).slug, 'beta-5', "a deleted program's number is taken again")
+  t.equal((await create('Beta')).slug, 'beta-12')
+  t.equal((await create('Beta testing')).slug, 'beta-testing-2', 'another base has numbers of its own')
+})
+
 t.test('a deleted program frees its slug', async (t) => {
   const app = await testApp()
   const { key } = await createProject()

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { firstFreeSlug, slugify } from '../../src/domain/slug.js'
+import { slugify } from '../../src/domain/slug.js'
 
 t.test('slugify follows the contract examples', async (t) => {
   t.equal(slugify('Ça va ? Déjà!'), 'ca-va-deja')
@@ -48,13 +48,4 @@ t.test('one word longer than 60 characters is cut hard at 60', async (t) => {
 t.test('the cut backs off to the last hyphen before it, not the first', async (t) => {
   const name = `ab cd ${'e'.repeat(60)}`
   t.equal(slugify(name), 'ab-cd')
-})
-
-t.test('firstFreeSlug takes the base, then -2, -3, ...', async (t) => {
-  t.equal(firstFreeSlug('beta', new Set()), 'beta')
-  t.equal(firstFreeSlug('beta', new Set(['beta'])), 'beta-2')
-  t.equal(firstFreeSlug('beta', new Set(['beta', 'beta-2', 'beta-3'])), 'beta-4')
-  t.equal(firstFreeSlug('beta', new Set(['beta', 'beta-3'])), 'beta-2', 'a gap is reused')
-  t.equal(firstFreeSlug('beta', new Set(['beta-2'])), 'beta', 'the base is first when free')
-  t.equal(firstFreeSlug('beta', new Set(['beta', 'beta-1', 'beta-testing'])), 'beta-2', 'numbering starts at 2')
 })

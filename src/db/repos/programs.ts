@@ -1,7 +1,6 @@
-import { and, eq, getTableColumns, inArray, like, or, sql } from 'drizzle-orm'
+import { and, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm'
 import { newId } from '../../domain/ids.js'
 import { canTransition, statusesAllowedInto, type ProgramStatus } from '../../domain/program-status.js'
-import { firstFreeSlug } from '../../domain/slug.js'
 import type { Database } from '../client.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
@@ -39,20 +38,36 @@ interface ListInput extends PageInput {
 // least one concurrent create through; this bounds the rounds far above any real burst.
 const SLUG_ATTEMPTS = 50
 
+/**
+ * The first free of `base`, `base-2`, `base-3`, ... in the project (contract §4: a gap left by a
+ * deleted program is taken again), found by the database in the statement that inserts: nothing
+ * but the slug chosen leaves it, however many programs share the name. The numbers taken are 1
+ * for `base` itself and n for `base-n`; `base-1`, `base-02` or `base-testing` are the slugs of
+ * other names (`Beta 1`), not numbers of this one.
+ */
+function firstFreeSlug(projectId: string, base: string): SQL {
+  const { slug, project_id } = beta_programs
+  const suffix = sql`substr(${slug}, ${base.length + 2})`
+  // `base` is [a-z0-9-] only, so it holds no LIKE wildcard to escape; nine digits fit an integer.
+  return sql`(
+    with taken as (
+      select case when ${slug} = ${base} then 1 else ${suffix}::integer end as n
+      from ${beta_programs}
+      where ${project_id} = ${projectId}
+        and (${slug} = ${base} or (${slug} like ${`${base}-%`} and ${suffix} ~ '^([2-9]|[1-9][0-9]{1,8})$'))
+    )
+    select case
+      when not exists (select 1 from taken where n = 1) then ${base}
+      else ${base} || '-' || (select min(n + 1) from taken t where not exists (select 1 from taken u where u.n = t.n + 1))
+    end
+  )`
+}
+
 export function programsRepo(db: Database) {
   const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(beta_programs.project_id, projectId), eq(beta_programs.id, id))
   // The whole row: a program's representation is made of nothing else.
   const tag = entityTagOf(sql`${beta_programs}`)
   const tagged = { ...getTableColumns(beta_programs), etag: tag }
-
-  async function takenSlugs(projectId: string, base: string): Promise<Set<string>> {
-    // `base` is [a-z0-9-] only, so it holds no LIKE wildcard to escape.
-    const rows = await db
-      .select({ slug: beta_programs.slug })
-      .from(beta_programs)
-      .where(and(eq(beta_programs.project_id, projectId), or(eq(beta_programs.slug, base), like(beta_programs.slug, `${base}-%`))))
-    return new Set(rows.map((r) => r.slug))
-  }
 
   const p = sql.placeholder
   const preparedGet = preparedOnce('program_get', (shape: { scope: ScopeShape }, name) =>
@@ -98,22 +113,17 @@ export function programsRepo(db: Database) {
   return {
     /**
      * Inserts the program under the first free of `baseSlug`, `baseSlug-2`, ... The unique
-     * index on (project_id, slug) settles races: a create that loses one reads again and
-     * takes the next free slug.
+     * index on (project_id, slug) settles races: a create that loses one (another create took
+     * the same slug and committed) inserts again, and its next statement sees that slug taken.
      */
     async create(projectId: string, baseSlug: string, fields: ProgramFields): Promise<ProgramRow> {
-      const lost = new Set<string>()
       for (let attempt = 0; attempt < SLUG_ATTEMPTS; attempt++) {
-        const taken = await takenSlugs(projectId, baseSlug)
-        for (const slug of lost) taken.add(slug)
-        const slug = firstFreeSlug(baseSlug, taken)
         const [row] = await db
           .insert(beta_programs)
-          .values({ id: newId('bp'), project_id: projectId, slug, ...fields })
+          .values({ id: newId('bp'), project_id: projectId, slug: firstFreeSlug(projectId, baseSlug), ...fields })
           .onConflictDoNothing({ target: [beta_programs.project_id, beta_programs.slug] })
           .returning()
         if (row) return row
-        lost.add(slug)
       }
       throw new Error(`No free slug for "${baseSlug}" after ${SLUG_ATTEMPTS} attempts`)
     },
