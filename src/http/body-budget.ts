@@ -47,13 +47,16 @@ export function bodyBudget(max = BODY_BUDGET): BodyBudget {
  * reads them. The answer to a write is never refused: its change is made by then.
  */
 export function registerBodyBudget(app: FastifyInstance, budget: BodyBudget): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (request.method !== 'GET' || typeof payload !== 'string' || payload.length < COUNTED_BODY_LENGTH) return payload
-    // Its client has gone already: nothing will be held, and 'close' will not be emitted again.
-    if (reply.raw.closed) return payload
-    // A string's length in UTF-16 units: its size in the heap, to within a factor of two.
-    const release = budget.take(payload.length)
-    reply.raw.once('close', release)
-    return payload
+  // A callback hook, not an async one: every answer passes here, and most take nothing.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    // A client gone already holds nothing, and its response will not be closed again.
+    if (request.method !== 'GET' || typeof payload !== 'string' || payload.length < COUNTED_BODY_LENGTH || reply.raw.closed) return done(null, payload)
+    try {
+      // A string's length in UTF-16 units: its size in the heap, to within a factor of two.
+      reply.raw.once('close', budget.take(payload.length))
+      done(null, payload)
+    } catch (error) {
+      done(error as Error)
+    }
   })
 }
