@@ -74,7 +74,15 @@ export function problemBody(error: ApiError, requestId: string): Problem {
   }
 }
 
+/**
+ * Headers that describe the answer a handler meant to send: a refusal after they were set (the
+ * body budget's 503, once the ETag is computed) must not carry them, or a client would keep the
+ * problem as the resource under its tag.
+ */
+const REPRESENTATION_HEADERS = ['etag', 'last-modified', 'cache-control', 'location', 'content-location']
+
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  for (const name of REPRESENTATION_HEADERS) reply.removeHeader(name)
   if (error.options.headers) reply.headers(error.options.headers)
   return reply.code(error.status).type('application/problem+json').send(problemBody(error, request.id))
 }

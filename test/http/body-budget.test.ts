@@ -119,6 +119,7 @@ t.test("an API page a client stops reading holds its JSON until its connection c
   for (const path of ['/v1/events?limit=40', '/v1/changelog?limit=40', `/portal/${id}/changelog.json`]) {
     const refused = await send({ path, headers: { authorization } })
     t.same([refused.status, refused.headers['retry-after'], JSON.parse(refused.body).code], [503, '5', 'unavailable'], `GET ${path}: beyond the budget`)
+    t.same([refused.headers.etag, refused.headers['cache-control']], [undefined, undefined], 'without the tag or the caching of the answer it replaces')
     t.same(specProblems('GET', path, { statusCode: refused.status, headers: refused.headers, body: refused.body }), [], 'as openapi.yaml documents it')
   }
   const small = await call(t, app, { url: '/v1/beta/programs', key })
