@@ -2095,6 +2095,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                "Cache-Control": components["headers"]["NoStore"];
                 [name: string]: unknown;
             };
             content: {
@@ -2109,6 +2111,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                "Cache-Control": components["headers"]["NoStore"];
                 [name: string]: unknown;
             };
             content: {
@@ -2123,6 +2127,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                "Cache-Control": components["headers"]["NoStore"];
                 [name: string]: unknown;
             };
             content: {
@@ -2137,6 +2143,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                "Cache-Control": components["headers"]["NoStore"];
                 [name: string]: unknown;
             };
             content: {
@@ -2151,6 +2159,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -2169,6 +2178,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -2187,6 +2197,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -2201,6 +2212,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -2298,6 +2310,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -2324,6 +2337,8 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description Seconds to wait before sending the request again. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -2337,6 +2352,8 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description With `idempotency_in_progress` only: seconds to wait before sending the request again. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -2361,6 +2378,8 @@ export interface components {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 ETag: components["headers"]["ETag"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                Vary: components["headers"]["Vary"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -2397,6 +2416,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -2410,6 +2430,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 [name: string]: unknown;
             };
             content: {
@@ -2423,6 +2444,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -2438,6 +2460,8 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description With `idempotency_in_progress` only: seconds to wait before sending the request again. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -2577,6 +2601,14 @@ export interface components {
          *     entry published or changed appears within a minute; revalidate with `If-None-Match`.
          */
         PublicCacheControl: "public, max-age=60";
+        /**
+         * @description Every page of the portal runs no script at all: `default-src 'none'`, inline styles,
+         *     images from `http:` and `https:` on the changelog pages (an entry's Markdown may show
+         *     them), forms posted to this origin only, no framing, no `<base>`.
+         */
+        PageContentSecurityPolicy: string;
+        /** @description Always `no-store` on the tester portal's pages, answers included, since their URLs and answers hold a tester's token. */
+        NoStore: "no-store";
         /** @description Always `*` on public feeds, which hold nothing but published entries. */
         "Access-Control-Allow-Origin": "*";
         /**
@@ -4660,6 +4692,7 @@ export interface operations {
             /** @description The reference page. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     /**
                      * @description Only the page's own script (`/docs/js/scalar.js` and its inline start-up script,
                      *     by hash) runs; styles may be inline (Scalar writes them at run time); requests
@@ -4698,6 +4731,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4734,6 +4769,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4772,6 +4809,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4790,6 +4829,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4829,6 +4870,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4868,6 +4911,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4882,6 +4927,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4899,6 +4946,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["NoStore"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4956,6 +5005,7 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     ETag: components["headers"]["PublicETag"];
                     "Cache-Control": components["headers"]["PublicCacheControl"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4999,6 +5049,7 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     ETag: components["headers"]["PublicETag"];
                     "Cache-Control": components["headers"]["PublicCacheControl"];
+                    "Content-Security-Policy": components["headers"]["PageContentSecurityPolicy"];
                     [name: string]: unknown;
                 };
                 content: {

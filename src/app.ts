@@ -214,7 +214,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // The join page, its answers and the feedback form hold a credential in their URL or form:
     // every answer to them is noindex (contract §13), a refusal (400 problem+json) included.
     if (CREDENTIAL_PAGES.has(request.routeOptions.config.route?.operationId ?? '')) reply.header('x-robots-tag', 'noindex')
-    if (request.routeOptions.url === `${DOCS}/` && typeof payload === 'string') reply.header('content-security-policy', docsPolicy(payload))
+    if (request.routeOptions.url === `${DOCS}/` && reply.statusCode === 200 && typeof payload === 'string') reply.header('content-security-policy', docsPolicy(payload))
   })
   app.addHook('onRequestAbort', logClientGone)
   app.addHook('onResponse', async (request, reply) => {

@@ -75,11 +75,11 @@ export function problemBody(error: ApiError, requestId: string): Problem {
 }
 
 /**
- * Headers that describe the answer a handler meant to send: a refusal after they were set (the
+ * Headers that describe the answer a handler meant to send (its tag, caching and address): a refusal after they were set (the
  * body budget's 503, once the ETag is computed) must not carry them, or a client would keep the
  * problem as the resource under its tag.
  */
-const REPRESENTATION_HEADERS = ['etag', 'last-modified', 'cache-control', 'location', 'content-location']
+const REPRESENTATION_HEADERS = ['etag', 'last-modified', 'cache-control', 'vary', 'location', 'content-location']
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   for (const name of REPRESENTATION_HEADERS) reply.removeHeader(name)

@@ -1,5 +1,6 @@
 // The only body parser: application/json (with any parameters). Everything else is 415.
-// An empty body counts as no body, so a DELETE sent with a JSON content type still works.
+// An empty body counts as no body, so a DELETE sent with a JSON content type still works, and
+// so does one sent without a Content-Type in chunked framing that holds nothing.
 // JSON is UTF-8 (RFC 8259 §8.1, which defines no charset parameter: one sent changes nothing),
 // so bytes that are not UTF-8 are invalid JSON, not text to store with U+FFFD in their place.
 import { isUtf8 } from 'node:buffer'
@@ -32,6 +33,8 @@ function unstorableString(value: unknown): string | undefined {
   }
   return undefined
 }
+
+const notJson = () => new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
 
 const refuse = (message: string) => new ApiError('validation_failed', `body ${message}`, { errors: [{ in: 'body', path: '', message }] })
 
@@ -73,5 +76,23 @@ export function registerJsonParser(app: FastifyInstance, bodyLimit: number): voi
     const problem = unstorableString(value)
     if (problem) return done(refuse(problem), undefined)
     done(null, value)
+  })
+  // Any other type, or none (Fastify answers 415 before reading a thing). Without a Content-Type,
+  // a body framed as chunked may still hold nothing: Node's http.request sends a body-less POST
+  // that way, and the conventions say an action's body may be omitted. It is read until its
+  // first byte, which makes it a 415, or its end, which makes it no body.
+  app.addContentTypeParser('*', (request, payload, done) => {
+    if (request.headers['content-type'] !== undefined) return done(notJson(), undefined)
+    let settled = false
+    const settle = (error: Error | null) => {
+      if (settled) return
+      settled = true
+      payload.removeListener('data', onData)
+      done(error, undefined)
+    }
+    const onData = (chunk: Buffer) => chunk.length > 0 && settle(notJson())
+    payload.on('data', onData)
+    payload.once('end', () => settle(null))
+    payload.once('error', (error) => settle(error))
   })
 }

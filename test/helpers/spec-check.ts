@@ -44,6 +44,43 @@ function pointer(node: AnyObject): string {
 }
 
 /**
+ * Every response header that openapi.yaml documents somewhere, lowercased. A response that sends
+ * one must document it for its status, with a value its schema allows: a client generated from
+ * the document reads the headers it names, and nothing else.
+ */
+const contractHeaders = new Set<string>()
+for (const { item } of operations) {
+  for (const operation of Object.values(item) as AnyObject[]) {
+    for (const response of Object.values((operation?.responses ?? {}) as AnyObject)) {
+      for (const name of Object.keys(resolve(response as AnyObject).headers ?? {})) contractHeaders.add(name.toLowerCase())
+    }
+  }
+}
+
+function headerProblems(where: string, response: AnyObject, headers: Record<string, unknown>): string[] {
+  const problems: string[] = []
+  const documented = new Map(Object.entries((response.headers ?? {}) as AnyObject).map(([name, header]) => [name.toLowerCase(), resolve(header as AnyObject)]))
+  for (const name of contractHeaders) {
+    const value = headers[name]
+    const header = documented.get(name)
+    if (value === undefined) {
+      if (header?.required) problems.push(`${where}: header ${name} is documented as required and missing`)
+      continue
+    }
+    if (!header) {
+      problems.push(`${where}: sends ${name}, which this response does not document`)
+      continue
+    }
+    const schema = header.schema as AnyObject | undefined
+    if (!schema) continue
+    const text = String(value)
+    const instance = schema.type === 'integer' && /^-?\d+$/.test(text) ? Number(text) : text
+    if (!ajv.validate(schema, instance)) problems.push(`${where}: header ${name}: ${JSON.stringify(text)} ${ajv.errorsText(ajv.errors)}`)
+  }
+  return problems
+}
+
+/**
  * The documented media type a Content-Type header matches: the same type, carrying every
  * parameter the spec names (`text/plain; version=0.0.4` for the metrics), as Prism matches them.
  */
@@ -82,6 +119,7 @@ export function specProblems(method: string, url: string, res: CheckedResponse):
   if (!documented) return [`${op.operationId}: status ${res.statusCode} is not documented`]
   const response = resolve(documented)
   if (res.statusCode === 401 && res.headers['www-authenticate'] !== 'Bearer') problems.push('401 without WWW-Authenticate: Bearer')
+  problems.push(...headerProblems(`${op.operationId} ${res.statusCode}`, response, res.headers))
   if (!response.content) {
     if (res.body !== '') problems.push(`${op.operationId} ${res.statusCode}: documented without a body but sent one`)
     return problems

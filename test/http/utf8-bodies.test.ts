@@ -5,6 +5,7 @@
 import t from 'tap'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { overHttp } from '../helpers/over-http.js'
+import { specProblems } from '../helpers/spec-check.js'
 
 /** A title holding `raw` bytes as they are. */
 const titled = (raw: number[]) => Buffer.concat([Buffer.from('{"title":"a'), Buffer.from(raw), Buffer.from('"}')])
@@ -82,3 +83,27 @@ t.test('a body in a transfer coding other than chunked is a 415', async (t) => {
   t.same(listed.json.data.map((entry: { title: string }) => entry.title), ['Framed'], 'only that one was written')
 })
 
+
+t.test('without a Content-Type, a chunked body that holds nothing is no body; a byte in it is a 415', async (t) => {
+  // Node's http.request frames a POST without a body this way; the conventions let an action's body be omitted.
+  const app = await testApp()
+  const send = await overHttp(app)
+  const { key } = await createProject()
+  const chunked = (method: string, path: string, body = '', headers: Record<string, string> = {}) =>
+    send({ method, path, headers: { authorization: `Bearer ${key}`, 'transfer-encoding': 'chunked', ...headers }, body }).then((res) => {
+      t.same(specProblems(method, path, { statusCode: res.status, headers: res.headers, body: res.body }), [], `${method} ${path} → ${res.status} matches openapi.yaml`)
+      return res
+    })
+  const entry = (await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Framed' } })).json.data as { id: string }
+  t.equal((await chunked('DELETE', '/v1/changelog/ch_aaaaaaaaaaaaaaaaaaaaa')).status, 404, 'an unknown id is a 404, not a 415')
+  const missing = (await chunked('POST', '/v1/changelog')).body
+  t.equal(JSON.parse(missing).code, 'validation_failed', 'an operation that needs a body says so, as to a request without one')
+  for (const [body, headers, what] of [
+    ['{}', {}, 'a byte without a Content-Type'],
+    ['', { 'content-type': 'text/plain' }, 'a Content-Type other than JSON, even with nothing in it'],
+  ] as const) {
+    const refused = await chunked('DELETE', `/v1/changelog/${entry.id}`, body, headers)
+    t.same([refused.status, JSON.parse(refused.body).code], [415, 'unsupported_media_type'], what)
+  }
+  t.equal((await chunked('DELETE', `/v1/changelog/${entry.id}`)).status, 204, 'the entry is deleted by a request whose body holds nothing')
+})
