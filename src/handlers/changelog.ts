@@ -2,10 +2,11 @@ import { LIST_ORDER_COLUMN, type EntryPatch, type EntryView, type ListStatus } f
 import { isId } from '../domain/ids.js'
 import { normalizeLabel, normalizeLabels } from '../domain/labels.js'
 import { canonicalLocale, sameLocale } from '../domain/locale.js'
-import { checkPublishingInput, decidePublishing, type PublishingDecision } from '../domain/publishing.js'
+import { checkPublishingInput, decidePublishing, type PublishedAt, type PublishingDecision } from '../domain/publishing.js'
 import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
+import { preparedWrite } from '../http/idempotency.js'
 import type { Handler } from '../http/types.js'
 import { pageOf, pageRequest } from './pagination.js'
 import { changelogRecord } from './records.js'
@@ -58,27 +59,32 @@ export const listChangelogEntries = readByKey<'listChangelogEntries'>(async ({ p
   return { status: 200, body: pageOf(entries, hasMore, request, scope, entrySortKey(status), changelogRecord) }
 })
 
-export const createChangelogEntry: Handler<'createChangelogEntry'> = async ({ principal, body }, { repos, markdown }) => {
-  const labels = labelsOrThrow(body.labels ?? [])
-  // Nothing exists yet to compare with, so this process's clock judges "in the future"; the
-  // date written for "now" is still the database's.
-  const published_at = publishedAtOrThrow(decidePublishing(body, undefined, new Date())) ?? null
-  const body_html = await markdown.render(body.body ?? '', principal.projectId)
-  const entry = await repos.transaction(async (tx) => {
-    const created = await tx.changelog.create(principal.projectId, {
-      title: body.title,
-      body: body.body ?? '',
-      body_html,
-      labels,
-      version: body.version ?? null,
-      locale: canonicalLocale(body.locale ?? 'en'),
-      published_at,
+export const createChangelogEntry = preparedWrite<'createChangelogEntry', { labels: string[]; published_at: PublishedAt; body_html: string }>(
+  // Checked, then rendered, before any transaction: a render may wait its turn for seconds.
+  async ({ principal, body }, { markdown }) => ({
+    labels: labelsOrThrow(body.labels ?? []),
+    // Nothing exists yet to compare with, so this process's clock judges "in the future"; the
+    // date written for "now" is still the database's.
+    published_at: publishedAtOrThrow(decidePublishing(body, undefined, new Date())) ?? null,
+    body_html: await markdown.render(body.body ?? '', principal.projectId),
+  }),
+  async ({ principal, body }, { repos }, { labels, published_at, body_html }) => {
+    const entry = await repos.transaction(async (tx) => {
+      const created = await tx.changelog.create(principal.projectId, {
+        title: body.title,
+        body: body.body ?? '',
+        body_html,
+        labels,
+        version: body.version ?? null,
+        locale: canonicalLocale(body.locale ?? 'en'),
+        published_at,
+      })
+      if (created.published) await tx.outbox.record(principal.projectId, PUBLISHED, changelogRecord(created.entry))
+      return created.entry
     })
-    if (created.published) await tx.outbox.record(principal.projectId, PUBLISHED, changelogRecord(created.entry))
-    return created.entry
-  })
-  return { status: 201, body: { data: changelogRecord(entry) }, headers: { location: location(entry.id) } }
-}
+    return { status: 201, body: { data: changelogRecord(entry) }, headers: { location: location(entry.id) } }
+  },
+)
 
 export const getChangelogEntry = readByKey<'getChangelogEntry'>(async ({ project, params, query }, { repos }) => {
   const entry = await repos.changelog.get(project, requireEntryId(params.id), query.locale)

@@ -6,9 +6,11 @@
 // A request costs one statement (the page's state: changelog-cache.ts) and, unless it ends in a
 // 304, the shown entries with their stored HTML, in batches. Nothing renders Markdown here: the
 // HTML was rendered when each body was written.
+import type { Socket } from 'node:net'
 import type { Readable } from 'node:stream'
 import type { PortalEntry, PortalState } from '../db/repos/changelog.js'
 import { isId } from '../domain/ids.js'
+import { releaseOnClose } from '../http/body-budget.js'
 import { ApiError } from '../http/errors.js'
 import type { AppContext, Handler } from '../http/types.js'
 import { changelogETag, conditionalReply, streamed } from '../portal/changelog-cache.js'
@@ -59,13 +61,20 @@ async function shownEntries(ctx: AppContext, state: PortalState, locale: string 
 
 /**
  * The stream `send` makes of the shown entries, their HTML's bytes held in the instance's budget
- * (http/body-budget.ts) from before they are read until the stream closes; a 503 when they do not fit.
+ * (http/body-budget.ts) from before they are read until the stream closes or `connection` does;
+ * a 503 when they do not fit.
  */
-async function sentWithin<S extends Readable | undefined>(ctx: AppContext, state: PortalState, locale: string | undefined, send: (entries: ShownEntry[]) => S): Promise<S> {
+async function sentWithin<S extends Readable | undefined>(
+  ctx: AppContext,
+  connection: Socket,
+  state: PortalState,
+  locale: string | undefined,
+  send: (entries: ShownEntry[]) => S,
+): Promise<S> {
   const release = ctx.bodyBudget.take(state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0))
   try {
     const stream = send(await shownEntries(ctx, state, locale))
-    if (stream) stream.once('close', release)
+    if (stream) releaseOnClose(release, stream, connection)
     else release()
     return stream
   } catch (error) {
@@ -79,7 +88,7 @@ function portalState(ctx: AppContext, projectId: string, options: { locale?: str
   return isId('prj', projectId) ? ctx.repos.changelog.portalState(projectId, options) : Promise.resolve(undefined)
 }
 
-export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers }, ctx) => {
+export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers, socket }, ctx) => {
   const limit = query.limit ?? DEFAULT_LIMIT
   const offset = query.offset ?? 0
   const label = labelQuery(query.label)
@@ -90,7 +99,7 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: () =>
-      sentWithin(ctx, state, query.locale, (entries) => {
+      sentWithin(ctx, socket, state, query.locale, (entries) => {
         const { project, hasMore } = state
         return streamed(
           changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl }),
@@ -106,7 +115,7 @@ const entryNotFound = () => ({ status: 404 as const, body: changelogEntryNotFoun
  * by primary key) when it ends in a 304, and reads the stored HTML only for a 200. Drafts,
  * scheduled and deleted entries, and other projects' entries, are the same 404 as unknown ids.
  */
-export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'> = async ({ params, query, headers }, ctx) => {
+export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'> = async ({ params, query, headers, socket }, ctx) => {
   const { project_id: projectId, entry_id: entryId } = params
   const found = isId('prj', projectId) && isId('ch', entryId) ? await ctx.repos.changelog.portalEntryState(projectId, entryId, query.locale) : undefined
   if (!found) return entryNotFound()
@@ -117,7 +126,7 @@ export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'>
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: () =>
-      sentWithin(ctx, state, query.locale, ([entry]) =>
+      sentWithin(ctx, socket, state, query.locale, ([entry]) =>
         entry ? streamed(changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry, baseUrl: ctx.config.publicBaseUrl })) : undefined,
       ),
   })
@@ -129,6 +138,7 @@ export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'>
 
 async function feedReply(
   ctx: AppContext,
+  connection: Socket,
   projectId: string,
   query: { locale?: string; label?: string },
   requestHeaders: Parameters<typeof conditionalReply>[0],
@@ -147,14 +157,14 @@ async function feedReply(
     lastModified: feedUpdated({ entries: state.entries, projectChangedAt: changedAt }),
     headers: FEED_HEADERS,
     body: () =>
-      sentWithin(ctx, state, locale, (entries) =>
+      sentWithin(ctx, connection, state, locale, (entries) =>
         streamed(build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl })),
       ),
   })
 }
 
-export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers }, ctx) =>
-  feedReply(ctx, params.project_id, query, headers, ATOM_TYPE, atomFeed)
+export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers, socket }, ctx) =>
+  feedReply(ctx, socket, params.project_id, query, headers, ATOM_TYPE, atomFeed)
 
-export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers }, ctx) =>
-  feedReply(ctx, params.project_id, query, headers, JSON_FEED_TYPE, jsonFeedText)
+export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers, socket }, ctx) =>
+  feedReply(ctx, socket, params.project_id, query, headers, JSON_FEED_TYPE, jsonFeedText)

@@ -6,6 +6,8 @@
 // (found by outside reviews: sixteen stalled reads of a 60 MB page ended the process). Each large
 // body takes its bytes from the instance's budget, and gives them back when its response closes
 // (sent, or its connection gone); a body that would go beyond the budget is a 503 with Retry-After.
+import type { EventEmitter } from 'node:events'
+import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from './errors.js'
 
@@ -41,6 +43,28 @@ export function bodyBudget(max = BODY_BUDGET): BodyBudget {
 }
 
 /**
+ * Calls `release` once `answer` (a response, or the stream of a page) closes, or its connection
+ * does, whichever comes first. A response queued behind another on a pipelined connection is
+ * never closed when the connection goes (Node destroys only the requests still arriving), so
+ * its bytes would have been held for ever, and a few pipelined reads could fill the budget for
+ * good (found by an outside review). An answer whose connection has gone is destroyed.
+ */
+export function releaseOnClose(release: () => void, answer: EventEmitter & { destroy(): unknown }, connection: Socket): void {
+  const done = () => {
+    answer.off('close', done)
+    connection.off('close', gone)
+    release()
+  }
+  const gone = () => {
+    answer.destroy()
+    done()
+  }
+  if (connection.destroyed) return gone()
+  answer.once('close', done)
+  connection.once('close', gone)
+}
+
+/**
  * Counts every large body that a GET writes as text (the API's JSON) against `budget` until its
  * response closes. Registered after the conditional requests' onSend hook, so that a 304 (which
  * sends nothing) takes nothing. A stream (a portal page or feed) takes its own bytes before it
@@ -53,7 +77,7 @@ export function registerBodyBudget(app: FastifyInstance, budget: BodyBudget): vo
     if (request.method !== 'GET' || typeof payload !== 'string' || payload.length < COUNTED_BODY_LENGTH || reply.raw.closed) return done(null, payload)
     try {
       // A string's length in UTF-16 units: its size in the heap, to within a factor of two.
-      reply.raw.once('close', budget.take(payload.length))
+      releaseOnClose(budget.take(payload.length), reply.raw, request.socket)
       done(null, payload)
     } catch (error) {
       done(error as Error)

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Repos } from '../db/repos/index.js'
 import { ApiError, invalidField } from './errors.js'
 import { timesSent } from './raw-headers.js'
-import type { AppContext } from './types.js'
+import type { ApiRequest, AppContext, Handler, OperationId, Reply } from './types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -79,6 +79,37 @@ export function holdsSecret<H extends (...args: never[]) => unknown>(handler: H,
   return Object.assign(handler, { [SECRET_SOURCE]: source })
 }
 
+const STAGES = Symbol('prepared before the write')
+
+/**
+ * A write whose slow first part needs no database: `prepare` runs first (a Markdown render,
+ * which may wait its turn in the project's line for seconds), and `write` gets what it made.
+ * Under an Idempotency-Key the write runs in the key's transaction, and `prepare` runs before
+ * that transaction opens: otherwise each body waiting for its render held a connection of the
+ * pool (the embedded database has one) and the other requests of the instance waited behind it
+ * (found by an outside review).
+ */
+export function preparedWrite<K extends OperationId, P>(
+  prepare: (request: ApiRequest<K>, ctx: AppContext) => Promise<P>,
+  write: (request: ApiRequest<K>, ctx: AppContext, prepared: P) => Promise<Reply<K>>,
+): Handler<K> {
+  const handler: Handler<K> = async (request, ctx) => write(request, ctx, await prepare(request, ctx))
+  return Object.assign(handler, { [STAGES]: { prepare, write } })
+}
+
+type Run = (ctx: AppContext) => Promise<Result>
+type Stages = { prepare: (request: unknown, ctx: AppContext) => Promise<unknown>; write: (request: unknown, ctx: AppContext, prepared: unknown) => Promise<Result> }
+
+/** How answerIdempotently runs `handler` for a request: whatever it prepares, now; the rest, in the key's transaction. */
+export function stagedRun(handler: (request: never, ctx: AppContext) => Promise<Result>): (request: FastifyRequest, ctx: AppContext) => Promise<Run> {
+  const stages = (handler as { [STAGES]?: Stages })[STAGES]
+  if (!stages) return async (request) => (inTransaction) => handler(request as never, inTransaction)
+  return async (request, ctx) => {
+    const prepared = await stages.prepare(request, ctx)
+    return (inTransaction) => stages.write(request, inTransaction, prepared)
+  }
+}
+
 export const secretSourceOf = (handler: unknown): SecretSource | undefined =>
   typeof handler === 'function' && SECRET_SOURCE in handler ? (handler as unknown as { [SECRET_SOURCE]: SecretSource })[SECRET_SOURCE] : undefined
 
@@ -97,7 +128,7 @@ export async function answerIdempotently(
   request: FastifyRequest,
   reply: FastifyReply,
   ctx: AppContext,
-  run: (ctx: AppContext) => Promise<Result>,
+  run: Run,
   secret?: SecretSource,
 ): Promise<FastifyReply> {
   const { scope, key, hash } = request.idempotency!

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
 import { JsonText } from './json-text.js'
-import { answerIdempotently, secretSourceOf } from './idempotency.js'
+import { answerIdempotently, secretSourceOf, stagedRun } from './idempotency.js'
 import { provesKey, readsByKey, type Guard } from './guard.js'
 import { serializerSchema } from './serialization.js'
 import { ownRateLimit } from './rate-limit.js'
@@ -30,6 +30,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
     const ownBudget = ownRateLimit(ctx.config, route)
     const byKey = readsByKey(handler)
     const secret = secretSourceOf(handler)
+    const staged = stagedRun(handler)
     if (byKey && (route.method !== 'GET' || route.security !== 'ApiKey')) {
       throw new Error(`${route.operationId} (${route.method}, ${route.security}) cannot read by key: only GETs secured by an API key may (guard.ts)`)
     }
@@ -49,9 +50,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
       // Sent without a body, an operation whose body is optional sees (and validates) `{}`.
       ...(route.bodyOptional ? { preValidation: emptyBodyWhenNone } : {}),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        if (request.idempotency) {
-          return answerIdempotently(request, reply, ctx, (inTransaction) => handler(request as unknown as ApiRequest<OperationId>, inTransaction), secret)
-        }
+        if (request.idempotency) return answerIdempotently(request, reply, ctx, await staged(request, ctx), secret)
         const result = await handler(request as unknown as ApiRequest<OperationId>, ctx)
         if (byKey && !provesKey(result.body)) await guard.settle(request, reply)
         if (result.headers) reply.headers(result.headers)

@@ -1,6 +1,7 @@
 // Handler types come from the generated operations, so a field renamed in openapi.yaml breaks
 // the build here instead of breaking a client.
 import type { IncomingHttpHeaders } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Readable } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
 import type { operations } from '../../generated/api.js'
@@ -60,6 +61,8 @@ interface RequestParts<K extends OperationId> {
   body: Body<K>
   /** The request headers, for the operations that document header parameters (conditional GETs). */
   headers: IncomingHttpHeaders
+  /** The connection the request came on: what an answer holds is given back when it closes (body-budget.ts). */
+  socket: Socket
   log: FastifyBaseLogger
 }
 

@@ -55,13 +55,14 @@ function largeChangelogProject(): Promise<{ id: string; key: string }> {
 }
 
 /**
- * Asks for the page and never reads the answer: the socket is paused, so once the kernel's
+ * Asks for the page (`times` times, pipelined on one connection) and never reads the answer: the socket is paused, so once the kernel's
  * buffers (a few MB each way) are full the server's writes stall.
  */
-function stalledRead(app: FastifyInstance, path: string, key?: string): Socket {
+function stalledRead(app: FastifyInstance, path: string, key?: string, times = 1): Socket {
   const { port } = app.server.address() as { port: number }
   const authorization = key ? `Authorization: Bearer ${key}\r\n` : ''
-  const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n${authorization}\r\n`))
+  const request = `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${authorization}\r\n`
+  const socket = connect(port, '127.0.0.1', () => socket.write(request.repeat(times)))
   socket.pause()
   socket.on('error', () => {})
   return socket
@@ -143,4 +144,24 @@ t.test('openapi.yaml and the README give the budget and the size it counts from'
   t.match(conventions.replace(/\s+/g, ' '), `at most ${megabytes} MB of large answers (${COUNTED_BODY_LENGTH / 1024} KiB and more`, 'the conventions tag')
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
   t.match(readme, `(${COUNTED_BODY_LENGTH / 1024} KiB and more: the API's pages of events or long changelog entries, the portal's pages and feeds) also share a budget of ${megabytes} MB`, 'the README')
+})
+
+t.test('pipelined reads a client stops reading give their bytes back when the connection closes, the queued ones too', async (t) => {
+  // Node closes only the response being written when a connection goes; the ones queued behind
+  // it never emit 'close', and their bytes were held for ever (found by an outside review).
+  const budget = bodyBudget()
+  const app = await testApp({}, { bodyBudget: budget })
+  const { id, key } = await largeChangelogProject()
+  await overHttp(app)
+  for (const [path, bearer, each] of [
+    ['/v1/events?limit=40', key, 5_000_000],
+    [`/portal/${id}/changelog?limit=40`, undefined, 20_000_000],
+  ] as const) {
+    const stalled = stalledRead(app, path, bearer, 3)
+    await until(() => budget.held() > 3 * each)
+    t.pass(`GET ${path} three times on one connection: all three held`)
+    stalled.destroy()
+    await until(() => budget.held() === 0)
+    t.pass('all given back once the connection closed')
+  }
 })

@@ -6,6 +6,7 @@ import { ADMIN_TOKEN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { overHttp } from '../helpers/over-http.js'
 import { sql } from 'drizzle-orm'
+import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
 
 t.test('a retry with the same key and body replays the answer and writes nothing', async (t) => {
   const app = await testApp()
@@ -109,4 +110,31 @@ t.test('an Idempotency-Key sent twice is a 400, though Node joins the two into o
   t.equal(twice.status, 400)
   t.match(JSON.parse(twice.body), { code: 'validation_failed', errors: [{ in: 'header', path: '/Idempotency-Key' }] })
   t.equal((await post(['a, b'])).status, 201, 'the same text sent once is a key')
+})
+
+t.test("a write under a key renders its body before the key's transaction opens, so it holds no connection while it waits", async (t) => {
+  // A renderer that answers when the test says so: the write waits in its render meanwhile.
+  let rendering!: () => void
+  const started = new Promise<void>((resolve) => (rendering = resolve))
+  let finish!: () => void
+  const finished = new Promise<void>((resolve) => (finish = resolve))
+  class HeldRenderer extends MarkdownRenderer {
+    override async render(source: string): Promise<string> {
+      rendering()
+      await finished
+      return `<p>${source}</p>\n`
+    }
+  }
+  const app = await testApp({}, { markdown: new HeldRenderer() })
+  const [writer, reader] = [await createProject(), await createProject()]
+  const write = call(t, app, { method: 'POST', url: '/v1/changelog', key: writer.key, body: { title: 'Held', body: 'held' }, headers: { 'idempotency-key': 'held-render' } })
+  await started
+  // The embedded database has one connection: a transaction opened before the render would hold
+  // it, and this read would wait for the render (for ever, here).
+  t.equal((await call(t, app, { url: '/v1/changelog?status=all', key: reader.key })).status, 200, "another project's read is answered while the write waits")
+  finish()
+  const written = await write
+  t.same([written.status, written.json.data.title], [201, 'Held'], 'then the write is made')
+  const replayed = await call(t, app, { method: 'POST', url: '/v1/changelog', key: writer.key, body: { title: 'Held', body: 'held' }, headers: { 'idempotency-key': 'held-render' } })
+  t.same([replayed.status, replayed.headers['idempotency-replayed'], replayed.json.data.id], [201, 'true', written.json.data.id], 'and replayed under its key')
 })
