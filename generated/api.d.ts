@@ -760,8 +760,13 @@ export interface paths {
          *       failed authentications).
          *     - `http_auth_failures_total` by `credential` (`api_key` or `admin_token`): every failed
          *       authentication, those answered `429` past the address's budget included.
-         *     - `db_unavailable_total`: requests answered `503 unavailable`; `db_statement_timeouts_total`:
-         *       those among them whose statement PostgreSQL cancelled after `DB_STATEMENT_TIMEOUT_MS`.
+         *     - `http_busy_total` by `reason`: requests answered `503 unavailable` because the
+         *       instance was busy, not the database: `large_answers` (too many large answers being
+         *       sent, in all or to one client) or `renders` (too many of one project's changelog
+         *       bodies waiting to be rendered).
+         *     - `db_unavailable_total`: requests answered `503 unavailable` because of the database;
+         *       `db_statement_timeouts_total`: those among them whose statement PostgreSQL cancelled
+         *       after `DB_STATEMENT_TIMEOUT_MS`.
          *     - Database pool gauges, read when scraped: `db_pool_connections` (`DB_POOL_SIZE`),
          *       `db_pool_slots` (statements that may run at once: one per connection until PostgreSQL
          *       answers, then 8 pipelined per connection), `db_pool_slots_in_use` and

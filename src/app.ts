@@ -264,7 +264,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     } else if (problem.status === 429) {
       metrics.rateLimited(rateLimitCategory(request))
     }
-    if (problem.code === 'unavailable') {
+    if (problem.options.busy) {
+      metrics.busy(problem.options.busy)
+      request.log.info({ reason: problem.options.busy }, 'busy')
+    } else if (problem.code === 'unavailable') {
       metrics.unavailable(problem.cause, outage !== undefined)
       // During an outage the transitions say it all (above); otherwise one line, without a stack.
       if (outage) outage.refused++

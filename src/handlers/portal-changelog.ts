@@ -12,6 +12,7 @@ import type { PortalEntry, PortalState } from '../db/repos/changelog.js'
 import { isId } from '../domain/ids.js'
 import { releaseOnClose } from '../http/body-budget.js'
 import { ApiError } from '../http/errors.js'
+import { clientAddress } from '../http/rate-limit.js'
 import type { AppContext, Handler } from '../http/types.js'
 import { changelogETag, conditionalReply, streamed } from '../portal/changelog-cache.js'
 import { changelogEntryNotFoundPage, changelogEntryPage, changelogNotFoundPage, changelogPage, DEFAULT_LIMIT } from '../portal/changelog-page.js'
@@ -59,22 +60,28 @@ async function shownEntries(ctx: AppContext, state: PortalState, locale: string 
   return shown
 }
 
+/** Whom a page goes to: its connection, and the client (by address, as the portal's rate limit counts) whose share of the budget it takes. */
+type SentTo = { socket: Socket; ip: string }
+
 /**
  * The stream `send` makes of the shown entries, their HTML's bytes held in the instance's budget
- * (http/body-budget.ts) from before they are read until the stream closes or `connection` does;
- * a 503 when they do not fit.
+ * (http/body-budget.ts) from before they are read until the stream closes or its connection
+ * does; a 503 when they do not fit.
  */
 async function sentWithin<S extends Readable | undefined>(
   ctx: AppContext,
-  connection: Socket,
+  to: SentTo,
   state: PortalState,
   locale: string | undefined,
   send: (entries: ShownEntry[]) => S,
 ): Promise<S> {
-  const release = ctx.bodyBudget.take(state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0))
+  const release = ctx.bodyBudget.take(
+    state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0),
+    clientAddress(to),
+  )
   try {
     const stream = send(await shownEntries(ctx, state, locale))
-    if (stream) releaseOnClose(release, stream, connection)
+    if (stream) releaseOnClose(release, stream, to.socket)
     else release()
     return stream
   } catch (error) {
@@ -88,7 +95,7 @@ function portalState(ctx: AppContext, projectId: string, options: { locale?: str
   return isId('prj', projectId) ? ctx.repos.changelog.portalState(projectId, options) : Promise.resolve(undefined)
 }
 
-export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers, socket }, ctx) => {
+export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async ({ params, query, headers, socket, ip }, ctx) => {
   const limit = query.limit ?? DEFAULT_LIMIT
   const offset = query.offset ?? 0
   const label = labelQuery(query.label)
@@ -99,7 +106,7 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: () =>
-      sentWithin(ctx, socket, state, query.locale, (entries) => {
+      sentWithin(ctx, { socket, ip }, state, query.locale, (entries) => {
         const { project, hasMore } = state
         return streamed(
           changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl }),
@@ -115,7 +122,7 @@ const entryNotFound = () => ({ status: 404 as const, body: changelogEntryNotFoun
  * by primary key) when it ends in a 304, and reads the stored HTML only for a 200. Drafts,
  * scheduled and deleted entries, and other projects' entries, are the same 404 as unknown ids.
  */
-export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'> = async ({ params, query, headers, socket }, ctx) => {
+export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'> = async ({ params, query, headers, socket, ip }, ctx) => {
   const { project_id: projectId, entry_id: entryId } = params
   const found = isId('prj', projectId) && isId('ch', entryId) ? await ctx.repos.changelog.portalEntryState(projectId, entryId, query.locale) : undefined
   if (!found) return entryNotFound()
@@ -126,7 +133,7 @@ export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'>
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: () =>
-      sentWithin(ctx, socket, state, query.locale, ([entry]) =>
+      sentWithin(ctx, { socket, ip }, state, query.locale, ([entry]) =>
         entry ? streamed(changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry, baseUrl: ctx.config.publicBaseUrl })) : undefined,
       ),
   })
@@ -138,7 +145,7 @@ export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'>
 
 async function feedReply(
   ctx: AppContext,
-  connection: Socket,
+  to: SentTo,
   projectId: string,
   query: { locale?: string; label?: string },
   requestHeaders: Parameters<typeof conditionalReply>[0],
@@ -157,14 +164,14 @@ async function feedReply(
     lastModified: feedUpdated({ entries: state.entries, projectChangedAt: changedAt }),
     headers: FEED_HEADERS,
     body: () =>
-      sentWithin(ctx, connection, state, locale, (entries) =>
+      sentWithin(ctx, to, state, locale, (entries) =>
         streamed(build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl })),
       ),
   })
 }
 
-export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers, socket }, ctx) =>
-  feedReply(ctx, socket, params.project_id, query, headers, ATOM_TYPE, atomFeed)
+export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers, socket, ip }, ctx) =>
+  feedReply(ctx, { socket, ip }, params.project_id, query, headers, ATOM_TYPE, atomFeed)
 
-export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers, socket }, ctx) =>
-  feedReply(ctx, socket, params.project_id, query, headers, JSON_FEED_TYPE, jsonFeedText)
+export const getPortalChangelogJsonFeed: Handler<'getPortalChangelogJsonFeed'> = async ({ params, query, headers, socket, ip }, ctx) =>
+  feedReply(ctx, { socket, ip }, params.project_id, query, headers, JSON_FEED_TYPE, jsonFeedText)

@@ -6,39 +6,58 @@
 // (found by outside reviews: sixteen stalled reads of a 60 MB page ended the process). Each large
 // body takes its bytes from the instance's budget, and gives them back when its response closes
 // (sent, or its connection gone); a body that would go beyond the budget is a 503 with Retry-After.
+// A client reading slowly enough never stalls long enough to be cut off, so one client (an API
+// key, or an address on the portal) may hold at most a quarter of the budget: filling it takes
+// four.
 import type { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from './errors.js'
+import { clientAddress } from './rate-limit.js'
 
 /** Bytes of large bodies an instance may hold at once while sending them. */
 export const BODY_BUDGET = 200 * 1024 * 1024
 
-/** A JSON body shorter than this is not counted: thousands of them held at once still fit. */
+/** The part of the budget one client may hold. */
+export const CLIENT_SHARE = 1 / 4
+
+/** A JSON body of fewer characters is not counted: thousands of them held at once still fit. */
 export const COUNTED_BODY_LENGTH = 64 * 1024
 
 export interface BodyBudget {
-  /** Takes `bytes` (503 when they do not fit beside what is held); returns their release, which may be called more than once. */
-  take(bytes: number): () => void
-  /** Bytes held now. */
-  held(): number
+  /**
+   * Takes `bytes` for `client` (503 when they do not fit beside what is held, or beside what the
+   * client holds); returns their release, which may be called more than once.
+   */
+  take(bytes: number, client: string): () => void
+  /** Bytes held now, by everyone or by `client`. */
+  held(client?: string): number
 }
+
+const busy = (detail: string) => new ApiError('unavailable', detail, { headers: { 'retry-after': '5' }, busy: 'large_answers' })
 
 export function bodyBudget(max = BODY_BUDGET): BodyBudget {
   let held = 0
+  const byClient = new Map<string, number>()
   return {
-    take(bytes) {
+    take(bytes, client) {
+      const ours = byClient.get(client) ?? 0
       // One body alone may always be sent, whatever its size.
-      if (held > 0 && held + bytes > max) {
-        throw new ApiError('unavailable', 'Too many large answers are being sent right now; retry shortly.', { headers: { 'retry-after': '5' } })
-      }
+      if (held > 0 && held + bytes > max) throw busy('Too many large answers are being sent right now; retry shortly.')
+      if (ours > 0 && ours + bytes > max * CLIENT_SHARE) throw busy('Too many large answers are being sent to you right now; read them, then retry.')
       held += bytes
+      byClient.set(client, ours + bytes)
       let released = false
       return () => {
-        if (!released) (released = true), (held -= bytes)
+        if (released) return
+        released = true
+        held -= bytes
+        const left = byClient.get(client)! - bytes
+        if (left > 0) byClient.set(client, left)
+        else byClient.delete(client)
       }
     },
-    held: () => held,
+    held: (client) => (client === undefined ? held : (byClient.get(client) ?? 0)),
   }
 }
 
@@ -64,9 +83,15 @@ export function releaseOnClose(release: () => void, answer: EventEmitter & { des
   connection.once('close', gone)
 }
 
+/** The API's reads and the portal's: not the documents, the metrics or the operator's answers, which are the deployment's own. */
+const counted = (request: FastifyRequest) => {
+  const route = request.routeOptions.config.route
+  return route?.security === 'ApiKey' || route?.tag === 'portal'
+}
+
 /**
- * Counts every large body that a GET writes as text (the API's JSON) against `budget` until its
- * response closes. Registered after the conditional requests' onSend hook, so that a 304 (which
+ * Counts every large body that an API or portal GET writes as text (the API's JSON) against
+ * `budget` until its response closes. Registered after the conditional requests' onSend hook, so that a 304 (which
  * sends nothing) takes nothing. A stream (a portal page or feed) takes its own bytes before it
  * reads them. The answer to a write is never refused: its change is made by then.
  */
@@ -74,10 +99,13 @@ export function registerBodyBudget(app: FastifyInstance, budget: BodyBudget): vo
   // A callback hook, not an async one: every answer passes here, and most take nothing.
   app.addHook('onSend', (request, reply, payload, done) => {
     // A client gone already holds nothing, and its response will not be closed again.
-    if (request.method !== 'GET' || typeof payload !== 'string' || payload.length < COUNTED_BODY_LENGTH || reply.raw.closed) return done(null, payload)
+    if (request.method !== 'GET' || typeof payload !== 'string' || payload.length < COUNTED_BODY_LENGTH || reply.raw.closed || !counted(request)) {
+      return done(null, payload)
+    }
     try {
-      // A string's length in UTF-16 units: its size in the heap, to within a factor of two.
-      releaseOnClose(budget.take(payload.length), reply.raw, request.socket)
+      // Its UTF-8 bytes: what the connection holds until the client has read them.
+      const client = request.credential?.keyHash ?? clientAddress(request)
+      releaseOnClose(budget.take(Buffer.byteLength(payload), client), reply.raw, request.socket)
       done(null, payload)
     } catch (error) {
       done(error as Error)

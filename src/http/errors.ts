@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from '../../generated/api.js'
 import { fieldErrors, MAX_FIELD_ERRORS, type AjvError } from './field-messages.js'
+import type { BusyReason } from './metrics.js'
 import { someCause } from '../db/results.js'
 
 export type Problem = components['schemas']['Problem']
@@ -41,7 +42,8 @@ export class ApiError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
-    readonly options: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {},
+    /** `busy`: a 503 this instance gives because it is busy, not because of the database (metrics.ts). */
+    readonly options: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown; busy?: BusyReason } = {},
   ) {
     // The cause stays on the server (metrics tell a statement timeout from an outage by it).
     super(detail, options.cause === undefined ? undefined : { cause: options.cause })

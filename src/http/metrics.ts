@@ -29,6 +29,14 @@ const UNMATCHED = 'unmatched'
 const RATE_LIMIT_CATEGORIES = ['api_key', 'portal_address', 'signup', 'operator', 'auth_failures'] as const
 export type RateLimitCategory = (typeof RATE_LIMIT_CATEGORIES)[number]
 
+/**
+ * Why a 503 came from this instance and not the database: too many large answers being sent
+ * (body-budget.ts), or too many of a project's changelog bodies waiting to be rendered
+ * (markdown-rendering.ts).
+ */
+const BUSY_REASONS = ['large_answers', 'renders'] as const
+export type BusyReason = (typeof BUSY_REASONS)[number]
+
 /** What a failed authentication presented: an API key (or nothing) on /v1, or a wrong ADMIN_TOKEN. */
 const CREDENTIALS = ['api_key', 'admin_token'] as const
 export type Credential = (typeof CREDENTIALS)[number]
@@ -88,6 +96,12 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
     help: 'Requests answered 503 unavailable because the database could not serve them (unreachable, refusing, or a statement cancelled by its timeout).',
     registers,
   })
+  const busy = new Counter({
+    name: 'http_busy_total',
+    help: "Requests answered 503 unavailable because this instance was busy, not the database: too many large answers being sent (large_answers), or too many of a project's changelog bodies waiting to be rendered (renders).",
+    labelNames: ['reason'] as const,
+    registers,
+  })
   const statementTimeouts = new Counter({
     name: 'db_statement_timeouts_total',
     help: 'Statements cancelled by PostgreSQL after DB_STATEMENT_TIMEOUT_MS (SQLSTATE 57014), each answered 503 unavailable.',
@@ -130,6 +144,7 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
   for (const outcome of ATTEMPT_KINDS) webhookAttempts.inc({ outcome }, 0)
   for (const category of RATE_LIMIT_CATEGORIES) rateLimited.inc({ category }, 0)
   for (const credential of CREDENTIALS) authFailures.inc({ credential }, 0)
+  for (const reason of BUSY_REASONS) busy.inc({ reason }, 0)
 
   // Read when scraped, never on a request's path.
   const pool = (name: string, help: string, read: (stats: PoolStats) => number) =>
@@ -173,6 +188,10 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
       unavailable.inc()
       if (isStatementTimeout(cause)) statementTimeouts.inc()
       if (duringOutage) refusedInOutage.inc()
+    },
+    /** A 503 unavailable this instance gave because it was busy (the database had nothing to do with it). */
+    busy(reason: BusyReason): void {
+      busy.inc({ reason })
     },
     /** The database became unreachable (true) or reachable again (false). */
     outage(down: boolean): void {

@@ -52,7 +52,7 @@ const WITH_PORT = /^\[?([^\]]*?)\]?:\d{1,5}$/
  * counts as the address, and anything else that is no address as the peer (the proxy), so that
  * neither a port nor made-up text gets a budget of its own.
  */
-function clientAddress(request: FastifyRequest): string {
+export function clientAddress(request: Pick<FastifyRequest, 'ip' | 'socket'>): string {
   const ip = request.ip
   if (isIP(ip)) return normalizeIP(ip)
   const withoutPort = WITH_PORT.exec(ip)?.[1]

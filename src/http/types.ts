@@ -63,6 +63,8 @@ interface RequestParts<K extends OperationId> {
   headers: IncomingHttpHeaders
   /** The connection the request came on: what an answer holds is given back when it closes (body-budget.ts). */
   socket: Socket
+  /** The client's address (behind a trusted proxy, the one it forwards), as the portal's budgets count it. */
+  ip: string
   log: FastifyBaseLogger
 }
 

@@ -80,7 +80,7 @@ export class MarkdownRenderer {
     if (source === '') return Promise.resolve('')
     if ((this.waiting.get(line)?.length ?? 0) >= (this.options.maxWaiting ?? MAX_WAITING_PER_PROJECT)) {
       return Promise.reject(
-        new ApiError('unavailable', "Too many of this project's changelog bodies are waiting to be rendered; retry shortly.", { headers: { 'retry-after': '1' } }),
+        new ApiError('unavailable', "Too many of this project's changelog bodies are waiting to be rendered; retry shortly.", { headers: { 'retry-after': '1' }, busy: 'renders' }),
       )
     }
     return new Promise((resolve) => {

@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { ApiError } from '../../src/http/errors.js'
-import { BODY_BUDGET, bodyBudget, COUNTED_BODY_LENGTH } from '../../src/http/body-budget.js'
+import { BODY_BUDGET, bodyBudget, CLIENT_SHARE, COUNTED_BODY_LENGTH } from '../../src/http/body-budget.js'
 import { STALLED_CONNECTION_MS } from '../../src/app.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { overHttp } from '../helpers/over-http.js'
@@ -15,24 +15,37 @@ import { source, specProblems } from '../helpers/spec-check.js'
 
 t.test('bytes are taken up to the budget, given back once, and one body alone always fits', async (t) => {
   const budget = bodyBudget(100)
-  const first = budget.take(60)
-  t.throws(() => budget.take(50), new ApiError('unavailable', 'Too many large answers are being sent right now; retry shortly.'))
+  const first = budget.take(60, 'a')
+  t.throws(() => budget.take(50, 'b'), new ApiError('unavailable', 'Too many large answers are being sent right now; retry shortly.'))
   try {
-    budget.take(50)
+    budget.take(50, 'b')
   } catch (error) {
     t.same((error as ApiError).options.headers, { 'retry-after': '5' }, 'with Retry-After')
   }
   first()
   first()
   t.equal(budget.held(), 0, 'a release twice gives back once')
-  const second = budget.take(50)
-  const third = budget.take(50)
+  const quarters = ['b', 'c', 'd', 'e'].map((client) => budget.take(25, client))
   t.equal(budget.held(), 100, 'up to the budget exactly')
-  second()
-  third()
-  const alone = budget.take(1_000)
+  for (const release of quarters) release()
+  const alone = budget.take(1_000, 'a')
   t.equal(budget.held(), 1_000, 'a body larger than the budget is sent when nothing else is held')
   alone()
+})
+
+t.test(`one client holds at most ${CLIENT_SHARE * 100} % of the budget, beyond its first body`, async (t) => {
+  const budget = bodyBudget(100)
+  const first = budget.take(20, 'a')
+  t.throws(() => budget.take(10, 'a'), new ApiError('unavailable', 'Too many large answers are being sent to you right now; read them, then retry.'))
+  const other = budget.take(60, 'b')
+  t.same([budget.held('a'), budget.held('b'), budget.held()], [20, 60, 80], "another client's first body fits")
+  first()
+  t.equal(budget.held('a'), 0, 'given back')
+  const again = budget.take(5, 'a')
+  const more = budget.take(20, 'a')
+  t.equal(budget.held('a'), 25, 'up to its share exactly')
+  for (const release of [other, again, more]) release()
+  t.same([budget.held(), budget.held('a'), budget.held('b')], [0, 0, 0])
 })
 
 /**
@@ -139,11 +152,13 @@ t.test("an API page a client stops reading holds its JSON until its connection c
 })
 
 t.test('openapi.yaml and the README give the budget and the size it counts from', async (t) => {
-  const megabytes = BODY_BUDGET / 1024 / 1024
+  const mebibytes = BODY_BUDGET / 1024 / 1024
   const conventions = (source.tags as { name: string; description: string }[]).find((tag) => tag.name === 'conventions')!.description
-  t.match(conventions.replace(/\s+/g, ' '), `at most ${megabytes} MB of large answers (${COUNTED_BODY_LENGTH / 1024} KiB and more`, 'the conventions tag')
+  t.match(conventions.replace(/\s+/g, ' '), `at most ${mebibytes} MiB of large answers (${COUNTED_BODY_LENGTH / 1024} KiB and more`, 'the conventions tag')
+  t.match(conventions.replace(/\s+/g, ' '), `one client (an API key; on the portal, an address) at most a quarter of that`, 'and the share of one client')
+  t.equal(CLIENT_SHARE, 1 / 4, 'which is a quarter')
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
-  t.match(readme, `(${COUNTED_BODY_LENGTH / 1024} KiB and more: the API's pages of events or long changelog entries, the portal's pages and feeds) also share a budget of ${megabytes} MB`, 'the README')
+  t.match(readme, `(${COUNTED_BODY_LENGTH / 1024} KiB and more: the API's pages of events or long changelog entries, the portal's pages and feeds) also share a budget of ${mebibytes} MiB being sent per instance, of which one client (an API key, or a portal visitor's address) may hold a quarter`, 'the README')
 })
 
 t.test('pipelined reads a client stops reading give their bytes back when the connection closes, the queued ones too', async (t) => {
@@ -153,15 +168,30 @@ t.test('pipelined reads a client stops reading give their bytes back when the co
   const app = await testApp({}, { bodyBudget: budget })
   const { id, key } = await largeChangelogProject()
   await overHttp(app)
-  for (const [path, bearer, each] of [
-    ['/v1/events?limit=40', key, 5_000_000],
-    [`/portal/${id}/changelog?limit=40`, undefined, 20_000_000],
+  // Within one client's share (a quarter of 200 MiB): three pages of events, two of the portal.
+  for (const [path, bearer, each, times] of [
+    ['/v1/events?limit=40', key, 5_000_000, 3],
+    [`/portal/${id}/changelog?limit=40`, undefined, 20_000_000, 2],
   ] as const) {
-    const stalled = stalledRead(app, path, bearer, 3)
-    await until(() => budget.held() > 3 * each)
-    t.pass(`GET ${path} three times on one connection: all three held`)
+    const stalled = stalledRead(app, path, bearer, times)
+    await until(() => budget.held() > times * each)
+    t.pass(`GET ${path} ${times} times on one connection: all held`)
     stalled.destroy()
     await until(() => budget.held() === 0)
     t.pass('all given back once the connection closed')
   }
+})
+
+t.test("a client's share is counted by its API key, or on the portal by its address", async (t) => {
+  const budget = bodyBudget(40_000_000)
+  const app = await testApp({}, { bodyBudget: budget })
+  const { id, key } = await largeChangelogProject()
+  const send = await overHttp(app)
+  const stalled = stalledRead(app, '/v1/events?limit=40', key)
+  t.teardown(() => stalled.destroy())
+  await until(() => budget.held() > 5_000_000)
+  const again = await send({ path: '/v1/events?limit=40', headers: { authorization: `Bearer ${key}` } })
+  t.same([again.status, JSON.parse(again.body).detail], [503, 'Too many large answers are being sent to you right now; read them, then retry.'], 'the same key, beyond its share')
+  const portal = await send({ path: `/portal/${id}/changelog.json` })
+  t.equal(portal.status, 200, "the portal's client, by its address, has a share of its own")
 })

@@ -7,6 +7,8 @@ import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
+import { bodyBudget } from '../../src/http/body-budget.js'
+import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { newPgliteDataDir, testDatabase } from '../helpers/db.js'
 import { parse, scrape, value, type Exposition } from '../helpers/metrics.js'
@@ -189,4 +191,23 @@ t.test('process metrics are exported, and no label holds an id, a key, a token, 
   t.notMatch(res.raw, tester.json.data.token, 'the tester token appears nowhere')
   const routes = new Set(m.samples.filter((s) => s.name === 'http_requests_total').map((s) => s.labels.route))
   t.ok(routes.has('/v1/beta/programs/:program_id/testers/:id') && routes.has('/portal/:project_id/beta/:slug'), 'templates, not paths')
+})
+
+t.test("a 503 the instance gives because it is busy is counted by its reason, not as the database's", async (t) => {
+  const { key } = await createProject()
+  const large = await call(t, await testApp(), { method: 'POST', url: '/v1/changelog', key, body: { title: 'Large', body: 'x'.repeat(70_000) } })
+  // An instance whose body budget is held by someone else, and whose render line takes nothing.
+  const budget = bodyBudget(1)
+  t.teardown(budget.take(1, 'someone else'))
+  const renderer = new MarkdownRenderer({ maxWaiting: 0 })
+  t.teardown(() => renderer.close())
+  const app = await testApp({ adminToken: ADMIN_TOKEN }, { bodyBudget: budget, markdown: renderer })
+  t.equal((await call(t, app, { url: `/v1/changelog/${large.json.data.id}`, key })).status, 503, 'a large answer refused')
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Rendered', body: 'a body' } })).status, 503, 'a render refused')
+  t.equal((await call(t, app, { url: '/v1/changelog?status=all&limit=1', key, headers: { 'if-none-match': '"x"' } })).status, 503, 'and again')
+  t.equal((await call(t, app, { url: '/openapi.json' })).status, 200, "the deployment's own documents, over 64 KiB, are not counted")
+  const m = await scrape(t, app)
+  t.equal(value(m, 'http_busy_total', { reason: 'large_answers' }), 2)
+  t.equal(value(m, 'http_busy_total', { reason: 'renders' }), 1)
+  t.equal(value(m, 'db_unavailable_total'), 0, 'the database is not blamed')
 })
