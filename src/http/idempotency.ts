@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Repos } from '../db/repos/index.js'
 import { ApiError, invalidField } from './errors.js'
+import { JSON_TYPE, JsonText } from './json-text.js'
 import { timesSent } from './raw-headers.js'
 import type { ApiRequest, AppContext, Handler, OperationId, Reply } from './types.js'
 
@@ -100,13 +101,24 @@ export function preparedWrite<K extends OperationId, P>(
 type Run = (ctx: AppContext) => Promise<Result>
 type Stages = { prepare: (request: unknown, ctx: AppContext) => Promise<unknown>; write: (request: unknown, ctx: AppContext, prepared: unknown) => Promise<Result> }
 
-/** How answerIdempotently runs `handler` for a request: whatever it prepares, now; the rest, in the key's transaction. */
+/**
+ * How answerIdempotently runs `handler` for a request: whatever it prepares, now; the rest, in
+ * the key's transaction. The key decides first what the request gets: a key that holds an answer
+ * replays it without preparing anything (a replay takes no turn at the renderer, and its request
+ * need not pass again: a schedule may have passed since), and a refusal found while preparing is
+ * answered only if the key is free, so that a replay or a 409 or 422 still comes from the key.
+ */
 export function stagedRun(handler: (request: never, ctx: AppContext) => Promise<Result>): (request: FastifyRequest, ctx: AppContext) => Promise<Run> {
   const stages = (handler as { [STAGES]?: Stages })[STAGES]
   if (!stages) return async (request) => (inTransaction) => handler(request as never, inTransaction)
   return async (request, ctx) => {
-    const prepared = await stages.prepare(request, ctx)
-    return (inTransaction) => stages.write(request, inTransaction, prepared)
+    const { scope, key } = request.idempotency!
+    if (await ctx.repos.idempotency.answered(scope, key)) return (inTransaction) => handler(request as never, inTransaction)
+    const prepared = await stages.prepare(request, ctx).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    )
+    return (inTransaction) => ('error' in prepared ? Promise.reject(prepared.error) : stages.write(request, inTransaction, prepared.value))
   }
 }
 
@@ -161,7 +173,7 @@ export async function answerIdempotently(
     if (result.headers) reply.headers(result.headers)
     reply.code(result.status)
     // Serialized here, as Fastify would, so that what is stored is what is sent.
-    const payload = result.body === undefined ? undefined : (reply.serialize(result.body) as string)
+    const payload = result.body === undefined ? undefined : result.body instanceof JsonText ? result.body.text : (reply.serialize(result.body) as string)
     if (result.status >= 200 && result.status < 300 && payload !== undefined) {
       const location = reply.getHeader('location')
       const stored = secret ? withoutSecret(result.body) : payload
@@ -172,5 +184,5 @@ export async function answerIdempotently(
   })
   reply.code(sent.status)
   if (sent.payload === undefined) return reply.send()
-  return reply.type('application/json; charset=utf-8').send(sent.payload)
+  return reply.type(JSON_TYPE).send(sent.payload)
 }

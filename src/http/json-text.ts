@@ -7,6 +7,9 @@
 // other body.
 import type { components } from '../../generated/api.js'
 
+/** What Fastify sends a serialized body as, and so what a body sent as text is sent as. */
+export const JSON_TYPE = 'application/json; charset=utf-8'
+
 export class JsonText<T> {
   /** Never set: it only ties the text to the type it encodes. */
   declare readonly encodes?: T

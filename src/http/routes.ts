@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routes } from '../../generated/routes.js'
 import { ApiError } from './errors.js'
-import { JsonText } from './json-text.js'
+import { JSON_TYPE, JsonText } from './json-text.js'
 import { answerIdempotently, secretSourceOf, stagedRun } from './idempotency.js'
 import { provesKey, readsByKey, type Guard } from './guard.js'
 import { serializerSchema } from './serialization.js'
@@ -13,9 +13,6 @@ import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type HandlerMap, t
 async function emptyBodyWhenNone(request: FastifyRequest): Promise<void> {
   if (request.body === undefined) request.body = {}
 }
-
-/** What Fastify sends a serialized body as. */
-const JSON_TYPE = 'application/json; charset=utf-8'
 
 const isPluginOperation = (id: OperationId): id is keyof typeof PLUGIN_OPERATIONS => id in PLUGIN_OPERATIONS
 

@@ -6,6 +6,7 @@ import { ADMIN_TOKEN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { overHttp } from '../helpers/over-http.js'
 import { sql } from 'drizzle-orm'
+import { ApiError } from '../../src/http/errors.js'
 import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
 
 t.test('a retry with the same key and body replays the answer and writes nothing', async (t) => {
@@ -137,4 +138,29 @@ t.test("a write under a key renders its body before the key's transaction opens,
   t.same([written.status, written.json.data.title], [201, 'Held'], 'then the write is made')
   const replayed = await call(t, app, { method: 'POST', url: '/v1/changelog', key: writer.key, body: { title: 'Held', body: 'held' }, headers: { 'idempotency-key': 'held-render' } })
   t.same([replayed.status, replayed.headers['idempotency-replayed'], replayed.json.data.id], [201, 'true', written.json.data.id], 'and replayed under its key')
+})
+
+t.test('a replay answers from its key before anything is prepared: it renders nothing, and a full render line does not refuse it', async (t) => {
+  // A renderer that counts its renders, and refuses them all once full (as a project's full line does).
+  class CountingRenderer extends MarkdownRenderer {
+    renders = 0
+    full = false
+    override async render(source: string): Promise<string> {
+      this.renders++
+      if (this.full) throw new ApiError('unavailable', 'The line is full.', { headers: { 'retry-after': '1' }, busy: 'renders' })
+      return `<p>${source}</p>\n`
+    }
+  }
+  const renderer = new CountingRenderer()
+  const app = await testApp({}, { markdown: renderer })
+  const { key } = await createProject()
+  const entry = { method: 'POST', url: '/v1/changelog', key, body: { title: 'Once', body: 'once' }, headers: { 'idempotency-key': 'replay-first' } } as const
+  const written = await call(t, app, entry)
+  t.same([written.status, renderer.renders], [201, 1], 'written, its body rendered once')
+  renderer.full = true
+  const replayed = await call(t, app, entry)
+  t.same([replayed.status, replayed.headers['idempotency-replayed'], replayed.json.data.id], [201, 'true', written.json.data.id], 'replayed while no render is possible')
+  t.equal((await call(t, app, { ...entry, body: { title: 'Other', body: 'other' } })).status, 422, 'the key with another body is still a 422')
+  t.equal(renderer.renders, 1, 'neither rendered anything')
+  t.equal((await call(t, app, { ...entry, headers: { 'idempotency-key': 'replay-second' } })).status, 503, 'a new key is refused, the line being full')
 })

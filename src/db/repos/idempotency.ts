@@ -33,6 +33,15 @@ export function idempotencyRepo(db: Database) {
       return found?.record.state === 'done' ? { state: 'done', record: found.record } : found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
     },
 
+    /** Whether the key holds an answer to replay (outside any transaction: a hint, which hold() settles). */
+    async answered(scope: string, key: string): Promise<boolean> {
+      const [found] = await db
+        .select({ state: idempotency_keys.state })
+        .from(idempotency_keys)
+        .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), eq(idempotency_keys.state, 'done'), sql`${idempotency_keys.created_at} >= now() - ${KEEP}`))
+      return found !== undefined
+    },
+
     /** Stores the answer under the key, inside hold's transaction (replacing an expired or abandoned record). */
     async save(scope: string, key: string, requestHash: string, response: { status: number; location: string | undefined; body: string }): Promise<void> {
       const values = { request_hash: requestHash, state: 'done' as const, response_status: response.status, response_location: response.location ?? null, response_body: response.body, created_at: sql`now()` }
