@@ -14,7 +14,7 @@ import { ApiError, invalidField, sendProblem, toApiError } from './http/errors.j
 import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
-import { bodyBudget, registerBodyBudget, type BodyBudget } from './http/body-budget.js'
+import { bodyBudget, registerBodyBudget, type BodyBudgets } from './http/body-budget.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF } from './http/connection.js'
@@ -86,8 +86,8 @@ export interface BuildOptions {
   deliveriesDue?: () => void
   /** How long a connection may stall while a request is served (STALLED_CONNECTION_MS), for tests. */
   stalledConnectionMs?: number
-  /** Replaces the budget of memory that large answers hold while sent (http/body-budget.ts), for tests that watch it. */
-  bodyBudget?: BodyBudget
+  /** Replaces the budgets of memory that large answers hold while sent (http/body-budget.ts), for tests that watch them. */
+  bodyBudgets?: Partial<BodyBudgets>
 }
 
 /**
@@ -163,7 +163,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     },
     ping: () => database.ping(),
     metrics,
-    bodyBudget: options.bodyBudget ?? bodyBudget(),
+    bodyBudgets: { api: options.bodyBudgets?.api ?? bodyBudget(), portal: options.bodyBudgets?.portal ?? bodyBudget() },
   }
 
   // Every route the app serves, so that a test can hold it against the spec.
@@ -305,7 +305,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   registerConditionalRequests(app)
-  registerBodyBudget(app, ctx.bodyBudget)
+  registerBodyBudget(app, ctx.bodyBudgets)
   registerIdempotency(app)
   // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)

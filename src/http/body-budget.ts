@@ -6,23 +6,30 @@
 // (found by outside reviews: sixteen stalled reads of a 60 MB page ended the process). Each large
 // body takes its bytes from the instance's budget, and gives them back when its response closes
 // (sent, or its connection gone); a body that would go beyond the budget is a 503 with Retry-After.
+// The API and the portal have a budget each, so that anonymous visitors can never take the API's.
 // A client reading slowly enough never stalls long enough to be cut off, so one client (an API
-// key, or an address on the portal) may hold at most a quarter of the budget: filling it takes
-// four.
+// key, or an address on the portal) may hold at most a quarter of a budget beyond its first body:
+// filling one takes four clients, or two of the largest pages.
 import type { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from './errors.js'
 import { clientAddress } from './rate-limit.js'
 
-/** Bytes of large bodies an instance may hold at once while sending them. */
-export const BODY_BUDGET = 200 * 1024 * 1024
+/** Bytes of large bodies an instance may hold at once while sending them: the API's, and the portal's, each. */
+export const BODY_BUDGET = 100 * 1024 * 1024
 
 /** The part of the budget one client may hold. */
 export const CLIENT_SHARE = 1 / 4
 
-/** A JSON body of fewer characters is not counted: thousands of them held at once still fit. */
-export const COUNTED_BODY_LENGTH = 64 * 1024
+/** A body of fewer bytes is not counted: thousands of them held at once still fit. */
+export const COUNTED_BODY_BYTES = 64 * 1024
+
+/** The API's budget (its reads by API key) and the portal's (its pages and feeds). */
+export interface BodyBudgets {
+  api: BodyBudget
+  portal: BodyBudget
+}
 
 export interface BodyBudget {
   /**
@@ -69,24 +76,47 @@ export function bodyBudget(max = BODY_BUDGET): BodyBudget {
  * good (found by an outside review). An answer whose connection has gone is destroyed.
  */
 export function releaseOnClose(release: () => void, answer: EventEmitter & { destroy(): unknown }, connection: Socket): void {
+  if (connection.destroyed) {
+    answer.destroy()
+    return release()
+  }
+  const waiting = onConnectionClose(connection)
   const done = () => {
     answer.off('close', done)
-    connection.off('close', gone)
+    waiting.delete(gone)
     release()
   }
   const gone = () => {
     answer.destroy()
     done()
   }
-  if (connection.destroyed) return gone()
   answer.once('close', done)
-  connection.once('close', gone)
+  waiting.add(gone)
 }
 
-/** The API's reads and the portal's: not the documents, the metrics or the operator's answers, which are the deployment's own. */
-const counted = (request: FastifyRequest) => {
+/** What to do when each connection closes: one listener a connection, however many answers it has queued. */
+const closing = new WeakMap<Socket, Set<() => void>>()
+
+function onConnectionClose(connection: Socket): Set<() => void> {
+  let waiting = closing.get(connection)
+  if (!waiting) {
+    const callbacks = new Set<() => void>()
+    connection.once('close', () => {
+      closing.delete(connection)
+      for (const callback of callbacks) callback()
+    })
+    closing.set(connection, (waiting = callbacks))
+  }
+  return waiting
+}
+
+/**
+ * The budget a read counts against: the API's or the portal's. The documents, the metrics and
+ * the operator's answers are the deployment's own, and count against neither.
+ */
+function budgetOf(request: FastifyRequest, budgets: BodyBudgets): BodyBudget | undefined {
   const route = request.routeOptions.config.route
-  return route?.security === 'ApiKey' || route?.tag === 'portal'
+  return route?.tag === 'portal' ? budgets.portal : route?.security === 'ApiKey' ? budgets.api : undefined
 }
 
 /**
@@ -95,17 +125,19 @@ const counted = (request: FastifyRequest) => {
  * sends nothing) takes nothing. A stream (a portal page or feed) takes its own bytes before it
  * reads them. The answer to a write is never refused: its change is made by then.
  */
-export function registerBodyBudget(app: FastifyInstance, budget: BodyBudget): void {
+export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets): void {
   // A callback hook, not an async one: every answer passes here, and most take nothing.
   app.addHook('onSend', (request, reply, payload, done) => {
-    // A client gone already holds nothing, and its response will not be closed again.
-    if (request.method !== 'GET' || typeof payload !== 'string' || payload.length < COUNTED_BODY_LENGTH || reply.raw.closed || !counted(request)) {
-      return done(null, payload)
-    }
+    const budget = budgetOf(request, budgets)
+    // A character is at most three bytes of UTF-8, so a short body is small without counting. A
+    // client gone already holds nothing, and its response will not be closed again.
+    if (!budget || request.method !== 'GET' || typeof payload !== 'string' || payload.length * 3 < COUNTED_BODY_BYTES || reply.raw.closed) return done(null, payload)
+    // Its UTF-8 bytes: what the connection holds until the client has read them.
+    const bytes = Buffer.byteLength(payload)
+    if (bytes < COUNTED_BODY_BYTES) return done(null, payload)
     try {
-      // Its UTF-8 bytes: what the connection holds until the client has read them.
       const client = request.credential?.keyHash ?? clientAddress(request)
-      releaseOnClose(budget.take(Buffer.byteLength(payload), client), reply.raw, request.socket)
+      releaseOnClose(budget.take(bytes, client), reply.raw, request.socket)
       done(null, payload)
     } catch (error) {
       done(error as Error)

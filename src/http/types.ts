@@ -10,7 +10,7 @@ import type { Config } from '../config.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
-import type { BodyBudget } from './body-budget.js'
+import type { BodyBudgets } from './body-budget.js'
 import type { JsonText } from './json-text.js'
 import type { Metrics } from './metrics.js'
 
@@ -92,8 +92,8 @@ export interface AppContext {
   ping(): Promise<void>
   /** This app's metrics, served by GET /metrics. */
   metrics: Metrics
-  /** The memory that large answers may hold while they are sent (body-budget.ts). */
-  bodyBudget: BodyBudget
+  /** The memory that large answers may hold while they are sent, the API's and the portal's (body-budget.ts). */
+  bodyBudgets: BodyBudgets
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>

@@ -201,7 +201,7 @@ t.test("a 503 the instance gives because it is busy is counted by its reason, no
   t.teardown(budget.take(1, 'someone else'))
   const renderer = new MarkdownRenderer({ maxWaiting: 0 })
   t.teardown(() => renderer.close())
-  const app = await testApp({ adminToken: ADMIN_TOKEN }, { bodyBudget: budget, markdown: renderer })
+  const app = await testApp({ adminToken: ADMIN_TOKEN }, { bodyBudgets: { api: budget }, markdown: renderer })
   t.equal((await call(t, app, { url: `/v1/changelog/${large.json.data.id}`, key })).status, 503, 'a large answer refused')
   t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Rendered', body: 'a body' } })).status, 503, 'a render refused')
   t.equal((await call(t, app, { url: '/v1/changelog?status=all&limit=1', key, headers: { 'if-none-match': '"x"' } })).status, 503, 'and again')
