@@ -53,6 +53,9 @@ export class ApiError extends Error {
 
 export const notFound = (what: string) => new ApiError('not_found', `No ${what} with that id.`)
 
+/** A body in any type but JSON, or in none. */
+export const notJson = () => new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
+
 /** A single-field validation failure found by a rule the schema cannot express. */
 export function invalidField(part: FieldError['in'], path: string, message: string): ApiError {
   return new ApiError('validation_failed', `${part}${path} ${message}`, { errors: [{ in: part, path, message }] })
@@ -119,7 +122,7 @@ export function toApiError(error: FastifyError & { validation?: AjvError[]; vali
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return error.statusCode === 415
-        ? new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
+        ? notJson()
         : new ApiError('validation_failed', 'The Content-Length header does not match the body.')
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('payload_too_large', 'The body is over 1048576 bytes.')
@@ -134,7 +137,7 @@ export function toApiError(error: FastifyError & { validation?: AjvError[]; vali
   // (a malformed URL, say). Everything without one is ours.
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     if (error.statusCode === 413) return new ApiError('payload_too_large', 'The body is over 1048576 bytes.')
-    if (error.statusCode === 415) return new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
+    if (error.statusCode === 415) return notJson()
     if (error.statusCode === 404) return new ApiError('not_found', 'No such resource.')
     return new ApiError('validation_failed', 'The request could not be parsed.')
   }

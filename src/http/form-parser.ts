@@ -2,12 +2,10 @@
 // the /v1 API keeps answering 415 to anything but JSON, and a portal form refuses JSON.
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { ApiError, invalidField } from './errors.js'
+import { ApiError, invalidField, notJson } from './errors.js'
 
 const FORM = /^application\/x-www-form-urlencoded(\s*;.*)?$/i
 const isPortal = (request: FastifyRequest) => request.routeOptions.config.route?.tag === 'portal'
-const notJson = () => new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
-
 /**
  * Fields in a null-prototype object; a repeated field becomes an array, which the schema refuses.
  * Its values are appended in place: copying the array at each repeat made a body of one field

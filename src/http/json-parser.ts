@@ -7,7 +7,7 @@ import { isUtf8 } from 'node:buffer'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import secureJson from 'secure-json-parse'
-import { ApiError } from './errors.js'
+import { ApiError, notJson } from './errors.js'
 
 /**
  * The first string (value or key) PostgreSQL text could not hold as sent: U+0000, or a lone
@@ -33,8 +33,6 @@ function unstorableString(value: unknown): string | undefined {
   }
   return undefined
 }
-
-const notJson = () => new ApiError('unsupported_media_type', 'Request bodies must be application/json.')
 
 const refuse = (message: string) => new ApiError('validation_failed', `body ${message}`, { errors: [{ in: 'body', path: '', message }] })
 
