@@ -120,18 +120,19 @@ function budgetOf(request: FastifyRequest, budgets: BodyBudgets): BodyBudget | u
 }
 
 /**
- * Counts every large body that an API or portal GET writes as text (the API's JSON) against
- * `budget` until its response closes. Registered after the conditional requests' onSend hook, so that a 304 (which
- * sends nothing) takes nothing. A stream (a portal page or feed) takes its own bytes before it
- * reads them. The answer to a write is never refused: its change is made by then.
+ * Counts every large body that an API or portal GET writes as text (the API's JSON) against its
+ * budget until its response closes. Registered after the conditional requests' onSend hook, so
+ * that a 304 (which sends nothing) takes nothing. A stream (a portal page or feed) takes its own
+ * bytes before it reads them. The answer to a write is never refused: its change is made by then.
  */
 export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets): void {
   // A callback hook, not an async one: every answer passes here, and most take nothing.
   app.addHook('onSend', (request, reply, payload, done) => {
-    const budget = budgetOf(request, budgets)
     // A character is at most three bytes of UTF-8, so a short body is small without counting. A
     // client gone already holds nothing, and its response will not be closed again.
-    if (!budget || request.method !== 'GET' || typeof payload !== 'string' || payload.length * 3 < COUNTED_BODY_BYTES || reply.raw.closed) return done(null, payload)
+    if (request.method !== 'GET' || typeof payload !== 'string' || payload.length * 3 < COUNTED_BODY_BYTES || reply.raw.closed) return done(null, payload)
+    const budget = budgetOf(request, budgets)
+    if (!budget) return done(null, payload)
     // Its UTF-8 bytes: what the connection holds until the client has read them.
     const bytes = Buffer.byteLength(payload)
     if (bytes < COUNTED_BODY_BYTES) return done(null, payload)

@@ -80,9 +80,9 @@ export function problemBody(error: ApiError, requestId: string): Problem {
 }
 
 /**
- * Headers that describe the answer a handler meant to send (its tag, caching and address): a refusal after they were set (the
- * body budget's 503, once the ETag is computed) must not carry them, or a client would keep the
- * problem as the resource under its tag.
+ * Headers that describe the answer a handler meant to send (its tag, caching and address): a
+ * refusal after they were set (the body budget's 503, once the ETag is computed) must not carry
+ * them, or a client would keep the problem as the resource under its tag.
  */
 const REPRESENTATION_HEADERS = ['etag', 'last-modified', 'cache-control', 'vary', 'location', 'content-location']
 

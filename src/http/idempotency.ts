@@ -109,11 +109,12 @@ type Stages = { prepare: (request: unknown, ctx: AppContext) => Promise<unknown>
  * answered only if the key is free, so that a replay or a 409 or 422 still comes from the key.
  */
 export function stagedRun(handler: (request: never, ctx: AppContext) => Promise<Result>): (request: FastifyRequest, ctx: AppContext) => Promise<Run> {
+  const whole = (request: FastifyRequest): Run => (inTransaction) => handler(request as never, inTransaction)
   const stages = (handler as { [STAGES]?: Stages })[STAGES]
-  if (!stages) return async (request) => (inTransaction) => handler(request as never, inTransaction)
+  if (!stages) return async (request) => whole(request)
   return async (request, ctx) => {
     const { scope, key } = request.idempotency!
-    if (await ctx.repos.idempotency.answered(scope, key)) return (inTransaction) => handler(request as never, inTransaction)
+    if (await ctx.repos.idempotency.answered(scope, key)) return whole(request)
     const prepared = await stages.prepare(request, ctx).then(
       (value) => ({ value }),
       (error: unknown) => ({ error }),

@@ -14,6 +14,10 @@ const ABANDONED = sql`interval '60 seconds'`
 export type Held = { state: 'free' } | { state: 'done'; record: IdempotencyRecord } | { state: 'running'; record?: IdempotencyRecord }
 
 export function idempotencyRepo(db: Database) {
+  /** The key's record, while it is kept (24 hours). */
+  const keptRecord = (scope: string, key: string) =>
+    and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), sql`${idempotency_keys.created_at} >= now() - ${KEEP}`)
+
   return {
     /**
      * Takes the key for the rest of the transaction this runs in (repos.transaction), and says
@@ -29,7 +33,7 @@ export function idempotencyRepo(db: Database) {
       const [found] = await db
         .select({ record: getTableColumns(idempotency_keys), recent: sql<boolean>`${idempotency_keys.created_at} >= now() - ${ABANDONED}` })
         .from(idempotency_keys)
-        .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), sql`${idempotency_keys.created_at} >= now() - ${KEEP}`))
+        .where(keptRecord(scope, key))
       return found?.record.state === 'done' ? { state: 'done', record: found.record } : found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
     },
 
@@ -38,7 +42,7 @@ export function idempotencyRepo(db: Database) {
       const [found] = await db
         .select({ state: idempotency_keys.state })
         .from(idempotency_keys)
-        .where(and(eq(idempotency_keys.scope, scope), eq(idempotency_keys.key, key), eq(idempotency_keys.state, 'done'), sql`${idempotency_keys.created_at} >= now() - ${KEEP}`))
+        .where(and(keptRecord(scope, key), eq(idempotency_keys.state, 'done')))
       return found !== undefined
     },
 
