@@ -50,13 +50,14 @@ const changelogScope = (status: ListStatus, label: string | undefined) =>
 /** An entry's place in its list: the list's column (never null in a list that orders by it), then the id. */
 const entrySortKey = (status: ListStatus) => (entry: EntryView) => ({ at: entry[LIST_ORDER_COLUMN[status]]!, id: entry.id })
 
-export const listChangelogEntries = readByKey<'listChangelogEntries'>(async ({ project, query }, { repos }) => {
+export const listChangelogEntries = readByKey<'listChangelogEntries'>(async (request, { repos }) => {
+  const { project, query } = request
   const status = query.status ?? 'published'
   const label = labelQuery(query.label)
   const scope = changelogScope(status, label)
-  const request = pageRequest(query, 20, scope)
-  const { entries, hasMore } = await repos.changelog.list(project, { status, label, locale: query.locale, ...request })
-  return { status: 200, body: pageOf(entries, hasMore, request, scope, entrySortKey(status), changelogRecord) }
+  const page = pageRequest(query, 20, scope)
+  const { entries, hasMore } = await repos.changelog.list(project, { status, label, locale: query.locale, ...page }, (bytes) => request.holdAnswer(bytes))
+  return { status: 200, body: pageOf(entries, hasMore, page, scope, entrySortKey(status), changelogRecord) }
 })
 
 export const createChangelogEntry = preparedWrite<'createChangelogEntry', { labels: string[]; published_at: PublishedAt; body_html: string }>(

@@ -75,7 +75,7 @@ async function sentWithin<S extends Readable | undefined>(
   locale: string | undefined,
   send: (entries: ShownEntry[]) => S,
 ): Promise<S> {
-  const release = ctx.bodyBudgets.portal.take(
+  const { release } = ctx.bodyBudgets.portal.take(
     state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0),
     clientAddress(to),
   )

@@ -10,6 +10,13 @@
 // A client reading slowly enough never stalls long enough to be cut off, so one client (an API
 // key, or an address on the portal) may hold at most a quarter of a budget beyond its first body:
 // filling one takes four clients, or two of the largest pages.
+//
+// The API's pages are counted twice over: before they are read, since a hundred records of
+// 600 KB each would be in memory before their answer could be refused (found by an outside
+// review: twelve such reads at once raised the process to 1.1 GB). A repository reads a page with
+// every large value withheld and its size (db/repos/large-values.ts); when one was, the handler
+// holds the page's bytes (`request.holdAnswer`) before reading it whole, and the answer's real
+// size replaces them once it is sent.
 import type { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -31,12 +38,17 @@ export interface BodyBudgets {
   portal: BodyBudget
 }
 
+/** Bytes taken from a budget. */
+export interface Hold {
+  /** Gives them back; once, however often it is called. */
+  release(): void
+  /** Holds `bytes` instead, never refused: the real size of an answer admitted by an estimate. */
+  resize(bytes: number): void
+}
+
 export interface BodyBudget {
-  /**
-   * Takes `bytes` for `client` (503 when they do not fit beside what is held, or beside what the
-   * client holds); returns their release, which may be called more than once.
-   */
-  take(bytes: number, client: string): () => void
+  /** Takes `bytes` for `client`: a 503 when they do not fit beside what is held, or beside what the client holds. */
+  take(bytes: number, client: string): Hold
   /** Bytes held now, by everyone or by `client`. */
   held(client?: string): number
 }
@@ -52,16 +64,25 @@ export function bodyBudget(max = BODY_BUDGET): BodyBudget {
       // One body alone may always be sent, whatever its size.
       if (held > 0 && held + bytes > max) throw busy('Too many large answers are being sent right now; retry shortly.')
       if (ours > 0 && ours + bytes > max * CLIENT_SHARE) throw busy('Too many large answers are being sent to you right now; read them, then retry.')
-      held += bytes
-      byClient.set(client, ours + bytes)
-      let released = false
-      return () => {
-        if (released) return
-        released = true
-        held -= bytes
-        const left = byClient.get(client)! - bytes
+      let holding = 0
+      const change = (by: number) => {
+        held += by
+        const left = (byClient.get(client) ?? 0) + by
         if (left > 0) byClient.set(client, left)
         else byClient.delete(client)
+        holding += by
+      }
+      change(bytes)
+      let released = false
+      return {
+        release() {
+          if (released) return
+          released = true
+          change(-holding)
+        },
+        resize(bytes) {
+          if (!released) change(bytes - holding)
+        },
       }
     },
     held: (client) => (client === undefined ? held : (byClient.get(client) ?? 0)),
@@ -119,15 +140,52 @@ function budgetOf(request: FastifyRequest, budgets: BodyBudgets): BodyBudget | u
   return route?.tag === 'portal' ? budgets.portal : route?.security === 'ApiKey' ? budgets.api : undefined
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Holds `bytes` of the request's budget for its answer, before the answer is read: a 503
+     * when they do not fit. Given back once the answer is sent or its connection closes; the
+     * answer's real size replaces them when it is sent.
+     */
+    holdAnswer(bytes: number): void
+    /** What holdAnswer took. */
+    answerHold?: Hold
+  }
+}
+
+/** Whose share a body takes: its API key's, or on the portal its address's (as the rate limit counts it). */
+const clientOf = (request: FastifyRequest) => request.credential?.keyHash ?? clientAddress(request)
+
 /**
  * Counts every large body that an API or portal GET writes as text (the API's JSON) against its
- * budget until its response closes. Registered after the conditional requests' onSend hook, so
- * that a 304 (which sends nothing) takes nothing. A stream (a portal page or feed) takes its own
- * bytes before it reads them. The answer to a write is never refused: its change is made by then.
+ * budget until its response closes, and gives `holdAnswer` to the handlers. Registered after the
+ * conditional requests' onSend hook, so that a 304 (which sends nothing) takes nothing. A stream
+ * (a portal page or feed) takes its own bytes before it reads them. The answer to a write is never
+ * refused: its change is made by then.
  */
 export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets): void {
+  app.decorateRequest('holdAnswer', function (this: FastifyRequest, bytes: number) {
+    const budget = budgetOf(this, budgets)
+    if (!budget) return
+    const hold = budget.take(bytes, clientOf(this))
+    if (this.answerHold) {
+      onConnectionClose(this.socket).delete(this.answerHold.release)
+      this.answerHold.release()
+    }
+    this.answerHold = hold
+    // Given back if the connection goes before an answer is sent; onSend hands it to the answer.
+    onConnectionClose(this.socket).add(hold.release)
+  })
+
   // A callback hook, not an async one: every answer passes here, and most take nothing.
   app.addHook('onSend', (request, reply, payload, done) => {
+    const hold = request.answerHold
+    if (hold) {
+      hold.resize(typeof payload === 'string' ? Buffer.byteLength(payload) : 0)
+      onConnectionClose(request.socket).delete(hold.release)
+      releaseOnClose(hold.release, reply.raw, request.socket)
+      return done(null, payload)
+    }
     // A character is at most three bytes of UTF-8, so a short body is small without counting. A
     // client gone already holds nothing, and its response will not be closed again.
     if (request.method !== 'GET' || typeof payload !== 'string' || payload.length * 3 < COUNTED_BODY_BYTES || reply.raw.closed) return done(null, payload)
@@ -137,8 +195,7 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets): 
     const bytes = Buffer.byteLength(payload)
     if (bytes < COUNTED_BODY_BYTES) return done(null, payload)
     try {
-      const client = request.credential?.keyHash ?? clientAddress(request)
-      releaseOnClose(budget.take(bytes, client), reply.raw, request.socket)
+      releaseOnClose(budget.take(bytes, clientOf(request)).release, reply.raw, request.socket)
       done(null, payload)
     } catch (error) {
       done(error as Error)

@@ -65,6 +65,11 @@ interface RequestParts<K extends OperationId> {
   socket: Socket
   /** The client's address (behind a trusted proxy, the one it forwards), as the portal's budgets count it. */
   ip: string
+  /**
+   * Holds `bytes` of the budget for large answers for this request's answer before it is read:
+   * a 503 when they do not fit (body-budget.ts).
+   */
+  holdAnswer(bytes: number): void
   log: FastifyBaseLogger
 }
 

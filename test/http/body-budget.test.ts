@@ -7,7 +7,8 @@ import { connect, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { ApiError } from '../../src/http/errors.js'
-import { BODY_BUDGET, bodyBudget, CLIENT_SHARE, COUNTED_BODY_BYTES } from '../../src/http/body-budget.js'
+import { BODY_BUDGET, bodyBudget, CLIENT_SHARE, COUNTED_BODY_BYTES, type BodyBudget } from '../../src/http/body-budget.js'
+import { INLINE_VALUE_BYTES } from '../../src/db/repos/large-values.js'
 import { STALLED_CONNECTION_MS } from '../../src/app.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { overHttp } from '../helpers/over-http.js'
@@ -22,15 +23,15 @@ t.test('bytes are taken up to the budget, given back once, and one body alone al
   } catch (error) {
     t.same((error as ApiError).options.headers, { 'retry-after': '5' }, 'with Retry-After')
   }
-  first()
-  first()
+  first.release()
+  first.release()
   t.equal(budget.held(), 0, 'a release twice gives back once')
   const quarters = ['b', 'c', 'd', 'e'].map((client) => budget.take(25, client))
   t.equal(budget.held(), 100, 'up to the budget exactly')
-  for (const release of quarters) release()
+  for (const hold of quarters) hold.release()
   const alone = budget.take(1_000, 'a')
   t.equal(budget.held(), 1_000, 'a body larger than the budget is sent when nothing else is held')
-  alone()
+  alone.release()
 })
 
 t.test(`one client holds at most ${CLIENT_SHARE * 100} % of the budget, beyond its first body`, async (t) => {
@@ -39,12 +40,12 @@ t.test(`one client holds at most ${CLIENT_SHARE * 100} % of the budget, beyond i
   t.throws(() => budget.take(10, 'a'), new ApiError('unavailable', 'Too many large answers are being sent to you right now; read them, then retry.'))
   const other = budget.take(60, 'b')
   t.same([budget.held('a'), budget.held('b'), budget.held()], [20, 60, 80], "another client's first body fits")
-  first()
+  first.release()
   t.equal(budget.held('a'), 0, 'given back')
   const again = budget.take(5, 'a')
   const more = budget.take(20, 'a')
   t.equal(budget.held('a'), 25, 'up to its share exactly')
-  for (const release of [other, again, more]) release()
+  for (const hold of [other, again, more]) hold.release()
   t.same([budget.held(), budget.held('a'), budget.held('b')], [0, 0, 0])
 })
 
@@ -153,6 +154,46 @@ t.test("an API page a client stops reading holds its JSON until its connection c
   t.equal(budget.held(), 0, 'and its text given back once sent')
 })
 
+t.test('a page of large values takes its bytes before it is read, and holds what it sends until it is sent', async (t) => {
+  // Records what each take asks for: the bytes of the values the repository withheld, before it
+  // reads them, or (for a body read at once) the answer's own.
+  const asked: number[] = []
+  const budget = bodyBudget(100_000)
+  const recording: BodyBudget = { take: (bytes, client) => (asked.push(bytes), budget.take(bytes, client)), held: budget.held }
+  const app = await testApp({}, { bodyBudgets: { api: recording } })
+  const { key } = await createProject({ plan: 'pro' })
+  // Oldest first: a body of exactly INLINE_VALUE_BYTES (read at once), then one of a byte more
+  // (in two-byte characters: sizes are bytes, not characters), then one of quotes.
+  const bodies = ['x'.repeat(INLINE_VALUE_BYTES), 'é'.repeat(INLINE_VALUE_BYTES / 2 + 1), '"'.repeat(20_000)]
+  for (const body of bodies) {
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Sized', body, status: 'published' } })).status, 201)
+  }
+  const stored = bodies.reduce((bytes, body) => bytes + Buffer.byteLength(body), 0)
+
+  const inline = await call(t, app, { url: '/v1/changelog?limit=1&offset=2', key })
+  t.same([inline.status, inline.json.data[0].body], [200, bodies[0]], `a body of ${INLINE_VALUE_BYTES} bytes is read with its page`)
+  t.same(asked, [], 'and nothing is taken for a small page')
+
+  const whole = await call(t, app, { url: '/v1/changelog?limit=3', key })
+  t.same(whole.json.data.map((entry: { body: string }) => entry.body), [...bodies].reverse(), 'the page has every body whole')
+  t.same(asked, [stored], "its bodies' bytes were taken before they were read")
+  t.ok(Buffer.byteLength(whole.raw) < COUNTED_BODY_BYTES, `though the answer is under ${COUNTED_BODY_BYTES} bytes`)
+  t.equal(budget.held(), 0, 'and given back once it was sent')
+
+  const events = await call(t, app, { url: '/v1/events?type=changelog_entry.published', key })
+  const records = events.json.data.map((event: { data: unknown }) => Buffer.byteLength(JSON.stringify(event.data)))
+  t.same(asked.slice(1), [records.reduce((a: number, b: number) => a + b, 0)], "a page of events takes its records' bytes the same way")
+
+  // Another client holds the whole budget: the page is refused before its bodies are read.
+  const other = budget.take(100_000, 'another key')
+  t.teardown(other.release)
+  const refused = await call(t, app, { url: '/v1/changelog?limit=3', key })
+  t.same([refused.status, refused.json.code, refused.headers['retry-after']], [503, 'unavailable', '5'], 'a 503 with Retry-After')
+  t.equal(asked.at(-1), stored, 'refused on the bytes of its stored bodies, before reading them')
+  t.equal((await call(t, app, { url: '/v1/changelog?limit=1&offset=2', key })).status, 200, 'a page without large values is still read')
+  t.equal(budget.held(), 100_000, 'nothing left held by the refused page')
+})
+
 t.test('openapi.yaml and the README give the budgets and the size they count from', async (t) => {
   const mebibytes = BODY_BUDGET / 1024 / 1024
   const conventions = (source.tags as { name: string; description: string }[]).find((tag) => tag.name === 'conventions')!.description.replace(/\s+/g, ' ')
@@ -160,8 +201,10 @@ t.test('openapi.yaml and the README give the budgets and the size they count fro
   t.match(conventions, `and ${mebibytes} MiB of the portal's pages and feeds`, 'the portal budget')
   t.match(conventions, 'one client (an API key; on the portal, an address) at most a quarter of either', 'and the share of one client')
   t.equal(CLIENT_SHARE, 1 / 4, 'which is a quarter')
+  t.match(conventions, `holding a record or body of more than ${INLINE_VALUE_BYTES / 1024} KiB is counted by the size of what it holds before that is read`, 'and pages counted before they are read')
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
   t.match(readme, `(${COUNTED_BODY_BYTES / 1024} KiB and more: the API's pages of events or long changelog entries) have a budget of ${mebibytes} MiB being sent per instance, and the portal's pages and feeds another, of which one client (an API key, or a portal visitor's address) may hold a quarter`, 'the README')
+  t.match(readme, `first read with every record or body over ${INLINE_VALUE_BYTES / 1024} KiB left out`, 'and on pages counted before they are read')
 })
 
 t.test('pipelined reads a client stops reading give their bytes back when the connection closes, the queued ones too', async (t) => {

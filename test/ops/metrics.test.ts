@@ -198,7 +198,7 @@ t.test("a 503 the instance gives because it is busy is counted by its reason, no
   const large = await call(t, await testApp(), { method: 'POST', url: '/v1/changelog', key, body: { title: 'Large', body: 'x'.repeat(70_000) } })
   // An instance whose body budget is held by someone else, and whose render line takes nothing.
   const budget = bodyBudget(1)
-  t.teardown(budget.take(1, 'someone else'))
+  t.teardown(budget.take(1, 'someone else').release)
   const renderer = new MarkdownRenderer({ maxWaiting: 0 })
   t.teardown(() => renderer.close())
   const app = await testApp({ adminToken: ADMIN_TOKEN }, { bodyBudgets: { api: budget }, markdown: renderer })

@@ -8,6 +8,7 @@ import type { Database } from '../client.js'
 import { parkDeliveries, unparkDeliveries } from './dispatch.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
+import { largeValue, pageWithin, type Reserve, type Values } from './large-values.js'
 import { EVENT_RETENTION } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { eventInScope, projectIdOf, type ProjectScope } from './scope.js'
@@ -95,6 +96,9 @@ interface DeliveryListOptions extends PageOptions {
   status?: DeliveryStatus
 }
 
+/** An event as a page's read has it (large-values.ts): its record null when withheld, and the record's size. */
+type ListedEvent = Omit<EventRow, 'data'> & { data: string | null; bytes: number }
+
 interface EventListOptions extends PageOptions {
   type?: string
 }
@@ -158,10 +162,12 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       .offset(page.offset)
   }
 
-  const eventsQuery = (scope: ProjectScope, options: EventListOptions) => {
+  /** A page of events, read as `values` says (large-values.ts): each event's record, its JSON text, is its large value. */
+  const eventsQuery = (scope: ProjectScope, options: EventListOptions, values: Values = 'inline') => {
     const page = pageValues(options)
+    const { value: data, bytes } = largeValue(events.data, values)
     return db
-      .select(eventColumns)
+      .select({ ...eventColumns, data, bytes })
       .from(events)
       .where(
         and(
@@ -390,9 +396,11 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
     /**
      * `limit` events of the last EVENT_LOG_DAYS from `offset` or after a row, newest first
      * (the caller asks for one more than a page); those of the beta area only while the project
-     * has the beta feature.
+     * has the beta feature. `reserve` takes the bytes of their records before they are read when
+     * one is large (large-values.ts).
      */
-    events: async (scope: ProjectScope, options: EventListOptions): Promise<EventRow[]> => eventsQuery(scope, options),
+    events: (scope: ProjectScope, options: EventListOptions, reserve?: Reserve): Promise<EventRow[]> =>
+      pageWithin<ListedEvent, 'data'>('data', (values) => eventsQuery(scope, options, values), reserve),
 
     /** The event, while it is in the window (and, of the beta area, while the project has the beta feature). */
     async event(scope: ProjectScope, id: string): Promise<EventRow | undefined> {
