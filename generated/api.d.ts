@@ -2020,7 +2020,15 @@ export interface components {
             id: string;
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
-            /** @description The record the event is about, by `type`: a tester (`beta_tester.*`), feedback (`beta_feedback.created`), a changelog entry (`changelog_entry.published`) or the endpoint itself (`webhook.test`). */
+            /**
+             * @description The record the event is about, by `type`: a tester (`beta_tester.*`), feedback
+             *     (`beta_feedback.created`), a changelog entry (`changelog_entry.published`) or the
+             *     endpoint itself (`webhook.test`). Narrow it by `type` as listed here; each type's
+             *     schema is also under `webhooks` (`BetaTesterEvent`, `BetaFeedbackEvent`,
+             *     `ChangelogEntryEvent`, `WebhookTestEvent`). The union has no `discriminator` on
+             *     purpose: `type` is an extensible enum, and a discriminator makes generated clients
+             *     refuse a page holding an event of a type added later, where a client must skip it.
+             */
             data: components["schemas"]["BetaTester"] | components["schemas"]["BetaFeedback"] | components["schemas"]["ChangelogEntry"] | components["schemas"]["WebhookEndpoint"];
         };
         EventEnvelope: {

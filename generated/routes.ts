@@ -4533,7 +4533,7 @@ export const routes: RouteSpec[] = [
                     "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                   },
                   "data": {
-                    "description": "The record the event is about, by `type`: a tester (`beta_tester.*`), feedback (`beta_feedback.created`), a changelog entry (`changelog_entry.published`) or the endpoint itself (`webhook.test`).",
+                    "description": "The record the event is about, by `type`: a tester (`beta_tester.*`), feedback\n(`beta_feedback.created`), a changelog entry (`changelog_entry.published`) or the\nendpoint itself (`webhook.test`). Narrow it by `type` as listed here; each type's\nschema is also under `webhooks` (`BetaTesterEvent`, `BetaFeedbackEvent`,\n`ChangelogEntryEvent`, `WebhookTestEvent`). The union has no `discriminator` on\npurpose: `type` is an extensible enum, and a discriminator makes generated clients\nrefuse a page holding an event of a type added later, where a client must skip it.\n",
                     "oneOf": [
                       {
                         "type": "object",
@@ -4994,7 +4994,7 @@ export const routes: RouteSpec[] = [
                   "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
                 },
                 "data": {
-                  "description": "The record the event is about, by `type`: a tester (`beta_tester.*`), feedback (`beta_feedback.created`), a changelog entry (`changelog_entry.published`) or the endpoint itself (`webhook.test`).",
+                  "description": "The record the event is about, by `type`: a tester (`beta_tester.*`), feedback\n(`beta_feedback.created`), a changelog entry (`changelog_entry.published`) or the\nendpoint itself (`webhook.test`). Narrow it by `type` as listed here; each type's\nschema is also under `webhooks` (`BetaTesterEvent`, `BetaFeedbackEvent`,\n`ChangelogEntryEvent`, `WebhookTestEvent`). The union has no `discriminator` on\npurpose: `type` is an extensible enum, and a discriminator makes generated clients\nrefuse a page holding an event of a type added later, where a client must skip it.\n",
                   "oneOf": [
                     {
                       "type": "object",
