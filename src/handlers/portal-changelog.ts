@@ -10,7 +10,7 @@ import type { Socket } from 'node:net'
 import type { Readable } from 'node:stream'
 import type { PortalEntry, PortalState } from '../db/repos/changelog.js'
 import { isId } from '../domain/ids.js'
-import { releaseOnClose } from '../http/body-budget.js'
+import { holdIfLarge, releaseOnClose } from '../http/body-budget.js'
 import { ApiError } from '../http/errors.js'
 import { clientAddress } from '../http/rate-limit.js'
 import type { AppContext, Handler } from '../http/types.js'
@@ -66,7 +66,7 @@ type SentTo = { socket: Socket; ip: string }
 /**
  * The stream `send` makes of the shown entries, their HTML's bytes held in the instance's budget
  * (http/body-budget.ts) from before they are read until the stream closes or its connection
- * does; a 503 when they do not fit.
+ * does, when they are large enough to count; a 503 when they do not fit.
  */
 async function sentWithin<S extends Readable | undefined>(
   ctx: AppContext,
@@ -75,17 +75,18 @@ async function sentWithin<S extends Readable | undefined>(
   locale: string | undefined,
   send: (entries: ShownEntry[]) => S,
 ): Promise<S> {
-  const { release } = ctx.bodyBudgets.portal.take(
+  const hold = holdIfLarge(
+    ctx.bodyBudgets.portal,
     state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0),
     clientAddress(to),
   )
   try {
     const stream = send(await shownEntries(ctx, state, locale))
-    if (stream) releaseOnClose(release, stream, to.socket)
-    else release()
+    if (hold && stream) releaseOnClose(hold.release, stream, to.socket)
+    else hold?.release()
     return stream
   } catch (error) {
-    release()
+    hold?.release()
     throw error
   }
 }

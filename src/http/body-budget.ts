@@ -90,6 +90,14 @@ export function bodyBudget(max = BODY_BUDGET): BodyBudget {
 }
 
 /**
+ * Takes `bytes` for `client` when a body of that size is counted (COUNTED_BODY_BYTES and more):
+ * a small one is never refused, however full the budget is. Undefined when nothing was taken.
+ */
+export function holdIfLarge(budget: BodyBudget, bytes: number, client: string): Hold | undefined {
+  return bytes < COUNTED_BODY_BYTES ? undefined : budget.take(bytes, client)
+}
+
+/**
  * Calls `release` once `answer` (a response, or the stream of a page) closes, or its connection
  * does, whichever comes first. A response queued behind another on a pipelined connection is
  * never closed when the connection goes (Node destroys only the requests still arriving), so
@@ -166,8 +174,9 @@ const clientOf = (request: FastifyRequest) => request.credential?.keyHash ?? cli
 export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets): void {
   app.decorateRequest('holdAnswer', function (this: FastifyRequest, bytes: number) {
     const budget = budgetOf(this, budgets)
-    if (!budget) return
-    const hold = budget.take(bytes, clientOf(this))
+    // A small answer is counted, if at all, once it is sent (below).
+    const hold = budget && holdIfLarge(budget, bytes, clientOf(this))
+    if (!hold) return
     if (this.answerHold) {
       onConnectionClose(this.socket).delete(this.answerHold.release)
       this.answerHold.release()
