@@ -764,6 +764,8 @@ export interface paths {
          *       instance was busy, not the database: `large_answers` (too many large answers being
          *       sent, in all or to one client) or `renders` (too many of one project's changelog
          *       bodies waiting to be rendered).
+         *     - `http_slow_answers_closed_total`: connections closed because a large answer on them
+         *       moved less than 64 KiB a second over 10 s (a client reading too slowly).
          *     - `db_unavailable_total`: requests answered `503 unavailable` because of the database;
          *       `db_statement_timeouts_total`: those among them whose statement PostgreSQL cancelled
          *       after `DB_STATEMENT_TIMEOUT_MS`.
@@ -772,6 +774,11 @@ export interface paths {
          *       answers, then 8 pipelined per connection), `db_pool_slots_in_use` and
          *       `db_pool_waiting`. The embedded database is one connection running one statement at a
          *       time: 1 connection, 1 slot, and the statements waiting for it.
+         *     - `db_reachable`: 1 while the instance reaches the database, 0 from a connection error
+         *       until PostgreSQL answers again; `db_outages_total`: times it became unreachable;
+         *       `db_outage_refusals_total`: the `503 unavailable` answers given during an outage;
+         *       `db_deadline_exceeded_total`: connections closed because they owed an answer and
+         *       received nothing for `DB_STATEMENT_DEADLINE_MS`.
          *     - `webhook_attempts_total` by `outcome`: the webhook delivery attempts this instance
          *       made, `succeeded` (a `2xx`), `http_error` (any other answer, `410` and redirects
          *       included), `timeout` (no status line within 10 s), `network` (no connection, a

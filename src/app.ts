@@ -15,6 +15,7 @@ import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { bodyBudget, registerBodyBudget, type BodyBudgets } from './http/body-budget.js'
+import { SEND_WINDOW_MS, sendWatch, type SendWatch, type SendWatchOptions } from './http/send-rate.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF } from './http/connection.js'
@@ -51,6 +52,8 @@ declare module 'fastify' {
     keyUsage: KeyUsage
     /** The app's metrics, which GET /metrics serves: the webhook dispatcher counts its attempts in them. */
     metrics: Metrics
+    /** The watch on how fast large answers are sent: a test with no window runs its checks (http/send-rate.ts). */
+    sendWatch: SendWatch
   }
 }
 
@@ -88,6 +91,8 @@ export interface BuildOptions {
   stalledConnectionMs?: number
   /** Replaces the budgets of memory that large answers hold while sent (http/body-budget.ts), for tests that watch them. */
   bodyBudgets?: Partial<BodyBudgets>
+  /** Changes the watch on how fast large answers are sent (http/send-rate.ts): a test sets no window and runs its checks itself (app.sendWatch). */
+  sendWatch?: Pick<SendWatchOptions, 'minBytes' | 'windowMs'>
 }
 
 /**
@@ -164,12 +169,21 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     ping: () => database.ping(),
     metrics,
     bodyBudgets: { api: options.bodyBudgets?.api ?? bodyBudget(), portal: options.bodyBudgets?.portal ?? bodyBudget() },
+    sendWatch: sendWatch({
+      windowMs: SEND_WINDOW_MS,
+      ...options.sendWatch,
+      onSlow: () => {
+        metrics.slowAnswer()
+        app.log.info('a connection was closed: a large answer on it was read too slowly')
+      },
+    }),
   }
 
   // Every route the app serves, so that a test can hold it against the spec.
   const served: { method: string; url: string }[] = []
   app.decorate('servedRoutes', served)
   app.decorate('metrics', metrics)
+  app.decorate('sendWatch', ctx.sendWatch)
   app.addHook('onClose', () => ctx.markdown.close())
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) served.push({ method, url: route.url })
@@ -247,7 +261,11 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     // The client hung up (or was cut off at the request timeout): there is no one to answer,
     // and the onRequestAbort hook has logged it.
-    if (isClientGone(request)) return reply.hijack()
+    if (isClientGone(request)) {
+      // What its answer held of a body budget is given back: it will never be sent.
+      request.answerHold?.release()
+      return reply.hijack()
+    }
     let problem = toApiError(error)
     // Refused before the API key was looked up (a read by key, a 429): the key may be the reason (guard.ts).
     if (problem.status < 500) problem = await guard.settle(request, reply).then(() => problem, toApiError)
@@ -305,7 +323,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
 
   registerConditionalRequests(app)
-  registerBodyBudget(app, ctx.bodyBudgets)
+  registerBodyBudget(app, ctx.bodyBudgets, ctx.sendWatch)
   registerIdempotency(app)
   // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)

@@ -60,31 +60,40 @@ async function shownEntries(ctx: AppContext, state: PortalState, locale: string 
   return shown
 }
 
+/** A body's stream, for pieces that make one. */
+type Sent<P> = P extends undefined ? undefined : Readable
+
 /** Whom a page goes to: its connection, and the client (by address, as the portal's rate limit counts) whose share of the budget it takes. */
 type SentTo = { socket: Socket; ip: string }
 
 /**
- * The stream `send` makes of the shown entries, their HTML's bytes held in the instance's budget
+ * The stream of what `render` makes of the shown entries (undefined when it makes nothing). When
+ * their HTML is large enough to count, its bytes are held in the instance's budget
  * (http/body-budget.ts) from before they are read until the stream closes or its connection
- * does, when they are large enough to count; a 503 when they do not fit.
+ * does (a 503 when they do not fit), and the stream is one the send watch keeps moving
+ * (http/send-rate.ts).
  */
-async function sentWithin<S extends Readable | undefined>(
+async function sentWithin<P extends Iterable<string> | undefined>(
   ctx: AppContext,
   to: SentTo,
   state: PortalState,
   locale: string | undefined,
-  send: (entries: ShownEntry[]) => S,
-): Promise<S> {
+  render: (entries: ShownEntry[]) => P,
+): Promise<Sent<P>> {
   const hold = holdIfLarge(
     ctx.bodyBudgets.portal,
     state.entries.reduce((bytes, entry) => bytes + (entry.html_bytes ?? MAX_HTML_LENGTH), 0),
     clientAddress(to),
   )
   try {
-    const stream = send(await shownEntries(ctx, state, locale))
-    if (hold && stream) releaseOnClose(hold.release, stream, to.socket)
-    else hold?.release()
-    return stream
+    const pieces = render(await shownEntries(ctx, state, locale))
+    if (!pieces || !hold) {
+      hold?.release()
+      return (pieces && streamed(pieces)) as Sent<P>
+    }
+    const stream = ctx.sendWatch.stream(pieces, to.socket)
+    releaseOnClose(hold.release, stream, to.socket)
+    return stream as Sent<P>
   } catch (error) {
     hold?.release()
     throw error
@@ -109,9 +118,7 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
     body: () =>
       sentWithin(ctx, { socket, ip }, state, query.locale, (entries) => {
         const { project, hasMore } = state
-        return streamed(
-          changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl }),
-        )
+        return changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl })
       }),
   })
 }
@@ -135,7 +142,7 @@ export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'>
     headers: pageSecurityHeaders({ images: true }),
     body: () =>
       sentWithin(ctx, { socket, ip }, state, query.locale, ([entry]) =>
-        entry ? streamed(changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry, baseUrl: ctx.config.publicBaseUrl })) : undefined,
+        entry ? changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry, baseUrl: ctx.config.publicBaseUrl }) : undefined,
       ),
   })
   if (reply.status === 304) return reply
@@ -166,7 +173,7 @@ async function feedReply(
     headers: FEED_HEADERS,
     body: () =>
       sentWithin(ctx, to, state, locale, (entries) =>
-        streamed(build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl })),
+        build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl }),
       ),
   })
 }

@@ -11,17 +11,20 @@
 // key, or an address on the portal) may hold at most a quarter of a budget beyond its first body:
 // filling one takes four clients, or two of the largest pages.
 //
-// The API's pages are counted twice over: before they are read, since a hundred records of
+// The API's pages of large values are counted before they are read, since a hundred records of
 // 600 KB each would be in memory before their answer could be refused (found by an outside
 // review: twelve such reads at once raised the process to 1.1 GB). A repository reads a page with
 // every large value withheld and its size (db/repos/large-values.ts); when one was, the handler
 // holds the page's bytes (`request.holdAnswer`) before reading it whole, and the answer's real
-// size replaces them once it is sent.
+// size, a little more (its other fields), replaces them once it is sent.
 import type { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Readable } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from './errors.js'
+import { isClientGone } from './connection.js'
 import { clientAddress } from './rate-limit.js'
+import type { SendWatch } from './send-rate.js'
 
 /** Bytes of large bodies an instance may hold at once while sending them: the API's, and the portal's, each. */
 export const BODY_BUDGET = 100 * 1024 * 1024
@@ -42,7 +45,10 @@ export interface BodyBudgets {
 export interface Hold {
   /** Gives them back; once, however often it is called. */
   release(): void
-  /** Holds `bytes` instead, never refused: the real size of an answer admitted by an estimate. */
+  /**
+   * Holds `bytes` instead, never refused: the real size of an answer admitted by an estimate
+   * (large-values.ts: the sizes of its large values as sent, short of its other fields).
+   */
   resize(bytes: number): void
 }
 
@@ -171,29 +177,39 @@ const clientOf = (request: FastifyRequest) => request.credential?.keyHash ?? cli
  * (a portal page or feed) takes its own bytes before it reads them. The answer to a write is never
  * refused: its change is made by then.
  */
-export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets): void {
+export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, watch: SendWatch): void {
+  /**
+   * A large answer of `bytes` as the send watch streams it (send-rate.ts), with the Content-Length
+   * it would have had; to a HEAD, which sends no body, as it is.
+   */
+  function sentInSlices(request: FastifyRequest, reply: FastifyReply, payload: string, bytes: number): string | Readable {
+    if (request.method === 'HEAD') return payload
+    reply.header('content-length', String(bytes))
+    return watch.stream([payload], request.socket)
+  }
+
+  // The hold lasts until the answer's response closes (onSend hands it over), or until the error
+  // handler drops an answer nobody waits for (app.ts): not until the connection closes, since the
+  // handler goes on reading and writing the answer whether or not its client is still there.
   app.decorateRequest('holdAnswer', function (this: FastifyRequest, bytes: number) {
+    // Nothing is read for a client gone already.
+    if (isClientGone(this) || this.socket.destroyed) throw new ApiError('unavailable', 'The client went away.')
     const budget = budgetOf(this, budgets)
+    // Held again (the page grew): what was held is given back first, to be taken again with the rest.
+    this.answerHold?.release()
+    this.answerHold = undefined
     // A small answer is counted, if at all, once it is sent (below).
-    const hold = budget && holdIfLarge(budget, bytes, clientOf(this))
-    if (!hold) return
-    if (this.answerHold) {
-      onConnectionClose(this.socket).delete(this.answerHold.release)
-      this.answerHold.release()
-    }
-    this.answerHold = hold
-    // Given back if the connection goes before an answer is sent; onSend hands it to the answer.
-    onConnectionClose(this.socket).add(hold.release)
+    this.answerHold = budget && holdIfLarge(budget, bytes, clientOf(this))
   })
 
   // A callback hook, not an async one: every answer passes here, and most take nothing.
   app.addHook('onSend', (request, reply, payload, done) => {
     const hold = request.answerHold
     if (hold) {
-      hold.resize(typeof payload === 'string' ? Buffer.byteLength(payload) : 0)
-      onConnectionClose(request.socket).delete(hold.release)
+      const bytes = typeof payload === 'string' ? Buffer.byteLength(payload) : 0
+      hold.resize(bytes)
       releaseOnClose(hold.release, reply.raw, request.socket)
-      return done(null, payload)
+      return done(null, bytes < COUNTED_BODY_BYTES ? payload : sentInSlices(request, reply, payload as string, bytes))
     }
     // A character is at most three bytes of UTF-8, so a short body is small without counting. A
     // client gone already holds nothing, and its response will not be closed again.
@@ -205,7 +221,7 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets): 
     if (bytes < COUNTED_BODY_BYTES) return done(null, payload)
     try {
       releaseOnClose(budget.take(bytes, clientOf(request)).release, reply.raw, request.socket)
-      done(null, payload)
+      done(null, sentInSlices(request, reply, payload, bytes))
     } catch (error) {
       done(error as Error)
     }

@@ -102,6 +102,11 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
     labelNames: ['reason'] as const,
     registers,
   })
+  const slowAnswers = new Counter({
+    name: 'http_slow_answers_closed_total',
+    help: 'Connections closed because a large answer on them moved less than 64 KiB a second over 10 s (a client reading too slowly), and what it held given back.',
+    registers,
+  })
   const statementTimeouts = new Counter({
     name: 'db_statement_timeouts_total',
     help: 'Statements cancelled by PostgreSQL after DB_STATEMENT_TIMEOUT_MS (SQLSTATE 57014), each answered 503 unavailable.',
@@ -192,6 +197,10 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
     /** A 503 unavailable this instance gave because it was busy (the database had nothing to do with it). */
     busy(reason: BusyReason): void {
       busy.inc({ reason })
+    },
+    /** A connection closed because a large answer on it was read too slowly (http/send-rate.ts). */
+    slowAnswer(): void {
+      slowAnswers.inc()
     },
     /** The database became unreachable (true) or reachable again (false). */
     outage(down: boolean): void {

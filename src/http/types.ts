@@ -12,6 +12,7 @@ import type { KeyScope } from '../db/repos/scope.js'
 import type { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import type { BodyBudgets } from './body-budget.js'
 import type { JsonText } from './json-text.js'
+import type { SendWatch } from './send-rate.js'
 import type { Metrics } from './metrics.js'
 
 export type { ApiKeyReadId, OperationId }
@@ -99,6 +100,8 @@ export interface AppContext {
   metrics: Metrics
   /** The memory that large answers may hold while they are sent, the API's and the portal's (body-budget.ts). */
   bodyBudgets: BodyBudgets
+  /** Sends large answers in slices, and closes the connections of clients that read them too slowly (send-rate.ts). */
+  sendWatch: SendWatch
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>

@@ -1,7 +1,7 @@
 // A page whose values may be large is read with them withheld first, and whole only once their
 // bytes are taken (src/db/repos/large-values.ts). The API's side is in test/http/body-budget.test.ts.
 import t from 'tap'
-import { pageWithin, type Values } from '../../src/db/repos/large-values.js'
+import { pageWithin, type PageRead } from '../../src/db/repos/large-values.js'
 
 interface Row {
   id: string
@@ -11,32 +11,32 @@ interface Row {
 
 /** A page of two rows, the second one large, as each kind of read returns it; and the reads made. */
 function fakePage() {
-  const reads: Values[] = []
-  const read = async (values: Values): Promise<Row[]> => {
-    reads.push(values)
+  const reads: PageRead[] = []
+  const read = async (read: PageRead): Promise<Row[]> => {
+    reads.push(read)
     return [
       { id: 'a', body: 'small', bytes: 5 },
-      { id: 'b', body: values === 'inline' ? null : 'large', bytes: 20_000 },
+      { id: 'b', body: read === 'withheld' ? null : 'large', bytes: 20_000 },
     ]
   }
   return { reads, read }
 }
 
 t.test('a page without a withheld value is one read, and reserves nothing', async (t) => {
-  const reads: Values[] = []
+  const reads: PageRead[] = []
   const reserved: number[] = []
-  const rows = await pageWithin('body', async (values: Values): Promise<Row[]> => (reads.push(values), [{ id: 'a', body: 'small', bytes: 5 }]), (bytes) => reserved.push(bytes))
+  const rows = await pageWithin('body', async (read: PageRead): Promise<Row[]> => (reads.push(read), [{ id: 'a', body: 'small', bytes: 5 }]), (bytes) => reserved.push(bytes))
   t.same(rows, [{ id: 'a', body: 'small', bytes: 5 }])
-  t.same([reads, reserved], [['inline'], []])
+  t.same([reads, reserved], [['withheld'], []])
 })
 
 t.test("a withheld value reserves the page's bytes, then the page is read whole", async (t) => {
   const { reads, read } = fakePage()
   const events: string[] = []
-  const rows = await pageWithin<Row, 'body'>('body', (values) => (events.push(`read ${values}`), read(values)), (bytes) => events.push(`reserve ${bytes}`))
+  const rows = await pageWithin<Row, 'body'>('body', (kind) => (events.push(`read ${kind}`), read(kind)), (bytes) => events.push(`reserve ${bytes}`))
   t.same(rows.map((row) => row.body), ['small', 'large'])
-  t.same(events, ['read inline', 'reserve 20005', 'read whole'], 'reserved between the two reads')
-  t.same(reads, ['inline', 'whole'])
+  t.same(events, ['read withheld', 'reserve 20005', 'read whole'], 'reserved between the two reads')
+  t.same(reads, ['withheld', 'whole'])
 })
 
 t.test('a refused reservation ends the read before the page is read whole', async (t) => {
@@ -48,5 +48,13 @@ t.test('a refused reservation ends the read before the page is read whole', asyn
     }),
     refused,
   )
-  t.same(reads, ['inline'], 'the large values were never read')
+  t.same(reads, ['withheld'], 'the large values were never read')
+})
+
+t.test('a page that grew between its two reads is reserved again, at its new size', async (t) => {
+  const reserved: number[] = []
+  const read = async (kind: PageRead): Promise<Row[]> =>
+    kind === 'withheld' ? [{ id: 'b', body: null, bytes: 20_000 }] : [{ id: 'b', body: 'larger', bytes: 30_000 }]
+  const rows = await pageWithin<Row, 'body'>('body', read, (bytes) => reserved.push(bytes))
+  t.same([rows[0]!.body, reserved], ['larger', [20_000, 30_000]])
 })

@@ -9,7 +9,11 @@ import t from 'tap'
 import { ApiError } from '../../src/http/errors.js'
 import { BODY_BUDGET, bodyBudget, CLIENT_SHARE, COUNTED_BODY_BYTES, type BodyBudget } from '../../src/http/body-budget.js'
 import { INLINE_VALUE_BYTES } from '../../src/db/repos/large-values.js'
+import { MIN_SEND_RATE, SEND_WINDOW_MS } from '../../src/http/send-rate.js'
 import { STALLED_CONNECTION_MS } from '../../src/app.js'
+import { listChangelogEntries } from '../../src/handlers/changelog.js'
+import { readByKey } from '../../src/http/guard.js'
+import type { KeyScopedHandler } from '../../src/http/types.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { overHttp } from '../helpers/over-http.js'
 import { source, specProblems } from '../helpers/spec-check.js'
@@ -173,7 +177,10 @@ t.test('a page of large values takes its bytes before it is read, and holds what
   for (const body of bodies) {
     t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Sized', body, status: 'published' } })).status, 201)
   }
-  const stored = bodies.reduce((bytes, body) => bytes + Buffer.byteLength(body), 0)
+  // What each body takes as sent: a large one escaped as a JSON string (a quote is two bytes), a
+  // small one (read with its page) as stored.
+  const sent = (body: string) => (Buffer.byteLength(body) <= INLINE_VALUE_BYTES ? Buffer.byteLength(body) : Buffer.byteLength(JSON.stringify(body)) - 2)
+  const estimate = bodies.reduce((bytes, body) => bytes + sent(body), 0)
 
   const inline = await call(t, app, { url: '/v1/changelog?limit=1&offset=2', key })
   t.same([inline.status, inline.json.data[0].body], [200, bodies[0]], `a body of ${INLINE_VALUE_BYTES} bytes is read with its page`)
@@ -181,7 +188,8 @@ t.test('a page of large values takes its bytes before it is read, and holds what
 
   const whole = await call(t, app, { url: '/v1/changelog?limit=3', key })
   t.same(whole.json.data.map((entry: { body: string }) => entry.body), [...bodies].reverse(), 'the page has every body whole')
-  t.same(asked, [stored], "its bodies' bytes were taken before they were read (not its answer's, once written)")
+  t.same([whole.headers['content-length'], whole.headers['transfer-encoding']], [String(Buffer.byteLength(whole.raw)), undefined], 'sent in slices, with its length')
+  t.same(asked, [estimate], "its bodies' bytes as sent were taken before they were read (not its answer's, once written)")
   t.equal(budget.held(), 0, 'and given back once it was sent')
 
   const events = await call(t, app, { url: '/v1/events?type=changelog_entry.published', key })
@@ -193,9 +201,69 @@ t.test('a page of large values takes its bytes before it is read, and holds what
   t.teardown(other.release)
   const refused = await call(t, app, { url: '/v1/changelog?limit=3', key })
   t.same([refused.status, refused.json.code, refused.headers['retry-after']], [503, 'unavailable', '5'], 'a 503 with Retry-After')
-  t.equal(asked.at(-1), stored, 'refused on the bytes of its stored bodies, before reading them')
+  t.equal(asked.at(-1), estimate, "refused on its bodies' bytes, before reading them")
   t.equal((await call(t, app, { url: '/v1/changelog?limit=1&offset=2', key })).status, 200, 'a page without large values is still read')
   t.equal(budget.held(), 1_000_000, 'nothing left held by the refused page')
+})
+
+t.test('a page holds its bytes until its answer is written, even once its client is gone; a client gone first takes nothing', async (t) => {
+  const events: string[] = []
+  let hangUp = () => {}
+  const budget = bodyBudget()
+  const recording: BodyBudget = {
+    held: budget.held,
+    take(bytes, client) {
+      const hold = budget.take(bytes, client)
+      events.push('take')
+      hangUp()
+      return { release: () => (events.push('release'), hold.release()), resize: (to) => (events.push('resize'), hold.resize(to)) }
+    },
+  }
+  const app = await testApp({}, { bodyBudgets: { api: recording } })
+  const { key } = await largeChangelogProject()
+  await overHttp(app)
+  const { port } = app.server.address() as { port: number }
+  const client = connect(port, '127.0.0.1', () => client.write(`GET /v1/changelog?limit=40 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`))
+  client.on('error', () => {})
+  hangUp = () => client.destroy()
+  await until(() => events.includes('release'))
+  // Given back at the hang-up, the page would still be read and written while held by nobody
+  // (found by an outside review).
+  t.same(events, ['take', 'resize', 'release'], 'taken, then the answer written, then given back')
+
+  // Gone before the page's bytes are asked for: refused, nothing read, nothing held.
+  const ended: string[] = []
+  const app2 = await testApp(
+    {},
+    {
+      bodyBudgets: { api: budget },
+      handlers: {
+        listChangelogEntries: readByKey<'listChangelogEntries'>(async (request, ctx) => {
+          // The page is read only once the client has hung up.
+          const closed = new Promise((resolve) => request.socket.once('close', resolve))
+          ended.push('started')
+          await closed
+          try {
+            const reply = await (listChangelogEntries as unknown as KeyScopedHandler<'listChangelogEntries'>)(request, ctx)
+            ended.push('read whole')
+            return reply
+          } catch (error) {
+            ended.push((error as Error).message)
+            throw error
+          }
+        }),
+      },
+    },
+  )
+  await overHttp(app2)
+  const { port: port2 } = app2.server.address() as { port: number }
+  const early = connect(port2, '127.0.0.1', () => early.write(`GET /v1/changelog?limit=40 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`))
+  early.on('error', () => {})
+  await until(() => ended.length > 0)
+  early.destroy()
+  await until(() => ended.length > 1)
+  t.same(ended, ['started', 'The client went away.'], 'the page was not read whole')
+  t.equal(budget.held(), 0, 'and nothing is held')
 })
 
 t.test('openapi.yaml and the README give the budgets and the size they count from', async (t) => {
@@ -208,7 +276,10 @@ t.test('openapi.yaml and the README give the budgets and the size they count fro
   t.match(conventions, `holding a record or body of more than ${INLINE_VALUE_BYTES / 1024} KiB is counted by the size of what it holds before that is read`, 'and pages counted before they are read')
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
   t.match(readme, `(${COUNTED_BODY_BYTES / 1024} KiB and more: the API's pages of events or long changelog entries) have a budget of ${mebibytes} MiB being sent per instance, and the portal's pages and feeds (of the same size) another, of which one client (an API key, or a portal visitor's address) may hold a quarter`, 'the README')
-  t.match(readme, `first read with every record or body over ${INLINE_VALUE_BYTES / 1024} KiB left out`, 'and on pages counted before they are read')
+  t.match(readme, `first read with every record or body of more than ${INLINE_VALUE_BYTES / 1024} KiB left out`, 'and on pages counted before they are read')
+  const rate = `at least ${MIN_SEND_RATE / 1024} KiB a second over every ${SEND_WINDOW_MS / 1000} s`
+  t.match(readme, `must move ${rate}, or its connection is closed`, 'and on the least a large answer must move')
+  t.match(conventions, `A large answer must move ${rate}, or its connection is closed`, 'in both')
 })
 
 t.test('pipelined reads a client stops reading give their bytes back when the connection closes, the queued ones too', async (t) => {
@@ -231,6 +302,34 @@ t.test('pipelined reads a client stops reading give their bytes back when the co
     await until(() => budget.held() === 0)
     t.pass('all given back once the connection closed')
   }
+})
+
+t.test('a client that reads a large answer too slowly has its connection closed, and what it held given back', async (t) => {
+  const budgets = { api: bodyBudget(), portal: bodyBudget() }
+  // The checks run when the test says: a window is however long the test waits between two.
+  const app = await testApp({}, { bodyBudgets: budgets, sendWatch: { minBytes: 1_000_000, windowMs: undefined } })
+  const { id, key } = await largeChangelogProject()
+  await overHttp(app)
+  for (const [budget, path, bearer] of [
+    [budgets.portal, `/portal/${id}/changelog?limit=40`, undefined],
+    [budgets.api, '/v1/events?limit=40', key],
+  ] as const) {
+    // Twice on one connection, so that more is waiting than the kernel's buffers take.
+    const stalled = stalledRead(app, path, { key: bearer, times: 2 })
+    await until(() => budget.held() > 5_000_000)
+    // The kernel's buffers take what they can at once; once they are full, nothing moves, and the
+    // next check closes the connection, long before the stall timeout (a minute).
+    while (budget.held() > 0) {
+      app.sendWatch.check()
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    t.pass(`GET ${path}, not read: its bytes given back`)
+    const closed = new Promise((resolve) => stalled.once('close', resolve))
+    stalled.resume()
+    await closed
+    t.pass('its connection closed by the server')
+  }
+  t.match(await app.metrics.text(), /^http_slow_answers_closed_total 2$/m, 'each connection counted once in the metrics')
 })
 
 t.test("a client's share is counted by its API key, or on the portal by its address", async (t) => {

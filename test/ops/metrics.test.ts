@@ -2,6 +2,7 @@
 // by route template, rate-limit refusals by budget, failed authentications, database outages and
 // statement timeouts, pool gauges and process metrics; every label from a bounded set.
 import { randomBytes, randomInt } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
@@ -210,4 +211,16 @@ t.test("a 503 the instance gives because it is busy is counted by its reason, no
   t.equal(value(m, 'http_busy_total', { reason: 'large_answers' }), 2)
   t.equal(value(m, 'http_busy_total', { reason: 'renders' }), 1)
   t.equal(value(m, 'db_unavailable_total'), 0, 'the database is not blamed')
+})
+
+t.test("every metric of the app's own is documented, in the README's table and in openapi.yaml", async (t) => {
+  const app = await testApp({ adminToken: ADMIN_TOKEN })
+  const names = [...(await app.metrics.text()).matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!).filter((name) => !/^(process|nodejs)_/.test(name))
+  t.ok(names.length > 10, `the app's metrics (${names.length})`)
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+  const spec = readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')
+  for (const name of names) {
+    t.ok(readme.includes(`\`${name}\``), `${name}: in the README`)
+    t.ok(spec.includes(`\`${name}\``), `${name}: in openapi.yaml`)
+  }
 })

@@ -6,7 +6,7 @@ import type { Database } from '../client.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { ascNullsFirst, descNullsLast } from './order.js'
 import { pageParameters, pagePlaceholders, pageValues, rowsAfter, type Input, type PageInput, type PageOptions } from './page.js'
-import { largeValue, pageWithin, type Reserve, type Values } from './large-values.js'
+import { largeValue, pageWithin, type PageRead, type Reserve } from './large-values.js'
 import { preparedOnce } from './prepare-once.js'
 import { projectIdOf, projectIdPlaceholder, scopeParameters, scopeShape, type ProjectIdInput, type ProjectScope, type ScopeShape } from './scope.js'
 import { changelog_entries, changelog_translations, projects } from '../schema.js'
@@ -292,13 +292,13 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
   /** The translation in the asked locale; without a locale, the join matches nothing. */
   const translationOf = (key: Input<string> | undefined) => and(eq(t.entry_id, e.id), key === undefined ? sql`false` : eq(t.locale_key, key))
 
-  /** What a list reads of an entry: its view, the body as large-values.ts has a page's read of `values` select it. */
-  const listBody = (body: AnyColumn | SQL, values: Values) => {
-    const { value, bytes } = largeValue(body, values)
+  /** What a list reads of an entry: its view, the body as a page's `read` selects it (large-values.ts), with its size. */
+  const listBody = (body: AnyColumn | SQL, read: PageRead) => {
+    const { value, bytes } = largeValue(body, read, 'string')
     return { body: value, bytes }
   }
-  const listBaseView = (values: Values) => ({ ...baseView, ...listBody(baseView.body, values) })
-  const listView = (values: Values) => ({ ...view, ...listBody(view.body, values) })
+  const listBaseView = (read: PageRead) => ({ ...baseView, ...listBody(baseView.body, read) })
+  const listView = (read: PageRead) => ({ ...view, ...listBody(view.body, read) })
 
   /**
    * A page of one list, one row beyond `limit` telling whether another exists, read by `plan`
@@ -306,12 +306,12 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
    * more than the page; a cursor (`after`) starts right at its row in the index. The translation
    * is joined only when a locale is asked for. Tests hold every list's plans to that with EXPLAIN.
    */
-  function listQuery(input: ListInput, plan: ListPlan, values: Values) {
+  function listQuery(input: ListInput, plan: ListPlan, read: PageRead) {
     if (plan === 'direct') {
       const rows =
         input.localeKey === undefined
-          ? db.select(listBaseView(values)).from(e).$dynamic()
-          : db.select(listView(values)).from(e).leftJoin(t, translationOf(input.localeKey)).$dynamic()
+          ? db.select(listBaseView(read)).from(e).$dynamic()
+          : db.select(listView(read)).from(e).leftJoin(t, translationOf(input.localeKey)).$dynamic()
       return rows
         .where(pageWhere(input))
         .orderBy(...orderOf(input.status))
@@ -323,8 +323,8 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
     const ids = pageIds(input).as('page')
     const rows =
       input.localeKey === undefined
-        ? db.select(listBaseView(values)).from(ids).innerJoin(e, eq(e.id, ids.id)).$dynamic()
-        : db.select(listView(values)).from(ids).innerJoin(e, eq(e.id, ids.id)).leftJoin(t, translationOf(input.localeKey)).$dynamic()
+        ? db.select(listBaseView(read)).from(ids).innerJoin(e, eq(e.id, ids.id)).$dynamic()
+        : db.select(listView(read)).from(ids).innerJoin(e, eq(e.id, ids.id)).leftJoin(t, translationOf(input.localeKey)).$dynamic()
     return rows.orderBy(...orderOf(input.status))
   }
 
@@ -435,7 +435,7 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
     page: 'offset' | 'after'
     plan: ListPlan
     scope: ScopeShape
-    values: Values
+    read: PageRead
   }
   const preparedList = preparedOnce('changelog_list', (shape: ListShape, name) =>
     listQuery(
@@ -447,7 +447,7 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
         ...pagePlaceholders(shape.page === 'after'),
       },
       shape.plan,
-      shape.values,
+      shape.read,
     ).prepare(name),
   )
   const preparedGet = preparedOnce('changelog_get', (shape: { locale: 'base' | 'locale'; scope: ScopeShape }, name) =>
@@ -540,14 +540,14 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
       return ids.flatMap((id) => byId.get(id) ?? [])
     },
 
-    /** The list query with values, by the plan list() would take for this page (or `plan`), as a page is first read, for EXPLAIN and the benchmark's SQL. */
-    listQuery: (scope: ProjectScope, options: ListOptions, plan: ListPlan = listPlan(options)) =>
-      listQuery({ projectId: projectIdOf(scope), ...listValues(options) }, plan, 'inline'),
+    /** The list query with values, by the plan list() would take for this page (or `plan`), as a page is first read (or `read`), for EXPLAIN and the benchmark's SQL. */
+    listQuery: (scope: ProjectScope, options: ListOptions, plan: ListPlan = listPlan(options), read: PageRead = 'withheld') =>
+      listQuery({ projectId: projectIdOf(scope), ...listValues(options) }, plan, read),
     /** The read of one entry with values, for tests and the benchmark's SQL. */
     getQuery: (scope: ProjectScope, id: string, locale?: string) => getQuery(projectIdOf(scope), id, locale === undefined ? undefined : localeKey(locale)),
 
     /** A page of a list; `reserve` takes the bytes of its bodies before they are read when one is large (large-values.ts). */
-    async list(scope: ProjectScope, options: ListOptions, reserve?: Reserve): Promise<{ entries: EntryView[]; hasMore: boolean }> {
+    async list(scope: ProjectScope, options: ListOptions, reserve: Reserve): Promise<{ entries: EntryView[]; hasMore: boolean }> {
       const input = listValues(options)
       const shape: ListShape = {
         status: input.status,
@@ -556,10 +556,10 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
         page: input.after ? 'after' : 'offset',
         plan: listPlan(options),
         scope: scopeShape(scope),
-        values: 'inline',
+        read: 'withheld',
       }
       const parameters = { ...scopeParameters(scope), label: input.label, localeKey: input.localeKey, ...pageParameters(input) }
-      const rows = await pageWithin<ListedEntry, 'body'>('body', (values) => preparedList({ ...shape, values }).execute(parameters), reserve)
+      const rows = await pageWithin<ListedEntry, 'body'>('body', (read) => preparedList({ ...shape, read }).execute(parameters), reserve)
       return { entries: rows.slice(0, options.limit), hasMore: rows.length > options.limit }
     },
 

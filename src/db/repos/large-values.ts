@@ -1,29 +1,44 @@
 // Pages whose rows may hold large values (an event's record, a changelog entry's body: 100 000
 // characters each, up to 600 KB once written as JSON, a hundred rows to a page) are read so that
-// the memory a page takes is counted before it is taken (http/body-budget.ts). A page's first read
-// withholds every value of more than INLINE_VALUE_BYTES (null in its place) and gives each
-// value's size, which PostgreSQL reads from the stored value's header without reading the value.
-// When one was withheld, `reserve` takes the page's bytes, or refuses them by throwing, and only
-// then is the page read again, whole, in one statement (so that its rows are one snapshot, never
-// a row's old dates beside its new body). A page of ordinary rows stays one statement.
+// the memory a large page takes is counted before it is taken (http/body-budget.ts).
+//
+// A page's first read withholds every value of more than INLINE_VALUE_BYTES stored (null in its
+// place), and gives each value's size as it will be sent: for a value sent as a JSON string, its
+// escaped size (a quote takes two bytes, a control character six), which PostgreSQL computes
+// without sending the value. When one was withheld, `reserve` takes the page's bytes, or refuses
+// them by throwing, and only then is the page read again, whole. Its rows may have grown between
+// the two reads (an entry written meanwhile): then `reserve` takes what the second read says, or
+// refuses it. A page of ordinary rows stays one statement, and is counted, when large, once its
+// answer is written (at most 101 values of 8 KiB stored: 5 MB of JSON at the very worst).
 import { sql, type AnyColumn, type SQL } from 'drizzle-orm'
 
-/** A value of more bytes is withheld by a page's first read: a page holds at most a hundred of these before its bytes are counted. */
+/** A value of more bytes stored is withheld by a page's first read. */
 export const INLINE_VALUE_BYTES = 8192
 
-/** How a page is read: with its large values withheld, or whole. */
-export type Values = 'inline' | 'whole'
+/** How a page's read has its large values: `withheld` (null, with their sizes), or `whole`. */
+export type PageRead = 'withheld' | 'whole'
 
 /** Takes a page's bytes before it is read whole; throws to refuse them. */
 export type Reserve = (bytes: number) => void
 
+/** How a value is sent: as a JSON string (escaped), or as it is stored (JSON text already). */
+export type SentAs = 'string' | 'stored'
+
 const inlineLimit = sql.raw(String(INLINE_VALUE_BYTES))
 
-/** A large value as a page's read of `values` selects it (null when withheld), with its size in bytes. */
-export const largeValue = (value: AnyColumn | SQL, values: Values) => ({
-  value: values === 'inline' ? sql<string | null>`case when octet_length(${value}) <= ${inlineLimit} then ${value} end` : sql<string | null>`${value}`,
-  bytes: sql<number>`octet_length(${value})`,
-})
+/** A large value as a page's `read` selects it (null when withheld), with its size as sent. */
+export function largeValue(value: AnyColumn | SQL, read: PageRead, sentAs: SentAs) {
+  const stored = sql`octet_length(${value})`
+  // to_json escapes what JSON.stringify escapes (quotes, backslashes and control characters),
+  // less the two quotes around it. Only for the values withheld: a small one counts as stored.
+  const sent = sentAs === 'stored' ? stored : sql`case when ${stored} <= ${inlineLimit} then ${stored} else octet_length(to_json(${value})::text) - 2 end`
+  return {
+    value: read === 'withheld' ? sql<string | null>`case when ${stored} <= ${inlineLimit} then ${value} end` : sql<string | null>`${value}`,
+    bytes: sql<number>`${sent}`,
+  }
+}
+
+const bytesOf = (rows: { bytes: number }[]) => rows.reduce((bytes, row) => bytes + row.bytes, 0)
 
 /**
  * The page `read` returns, its large values (`key`, a column that is never null) whole: read with
@@ -31,13 +46,16 @@ export const largeValue = (value: AnyColumn | SQL, values: Values) => ({
  */
 export async function pageWithin<Row extends { bytes: number }, K extends keyof Row>(
   key: K,
-  read: (values: Values) => Promise<Row[]>,
-  reserve: Reserve | undefined,
+  read: (read: PageRead) => Promise<Row[]>,
+  reserve: Reserve,
 ): Promise<Array<Row & { [P in K]: NonNullable<Row[P]> }>> {
-  let rows = await read('inline')
+  let rows = await read('withheld')
   if (rows.some((row) => row[key] === null)) {
-    reserve?.(rows.reduce((bytes, row) => bytes + row.bytes, 0))
+    const reserved = bytesOf(rows)
+    reserve(reserved)
     rows = await read('whole')
+    const grown = bytesOf(rows)
+    if (grown > reserved) reserve(grown)
   }
   // Nothing is withheld now, and the column is never null: every value is there.
   return rows as Array<Row & { [P in K]: NonNullable<Row[P]> }>

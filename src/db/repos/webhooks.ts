@@ -8,7 +8,7 @@ import type { Database } from '../client.js'
 import { parkDeliveries, unparkDeliveries } from './dispatch.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
-import { largeValue, pageWithin, type Reserve, type Values } from './large-values.js'
+import { largeValue, pageWithin, type PageRead, type Reserve } from './large-values.js'
 import { EVENT_RETENTION } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { eventInScope, projectIdOf, type ProjectScope } from './scope.js'
@@ -162,10 +162,11 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       .offset(page.offset)
   }
 
-  /** A page of events, read as `values` says (large-values.ts): each event's record, its JSON text, is its large value. */
-  const eventsQuery = (scope: ProjectScope, options: EventListOptions, values: Values = 'inline') => {
+  /** A page of events, read as `read` says (large-values.ts): each event's record, its JSON text, is its large value. */
+  const eventsQuery = (scope: ProjectScope, options: EventListOptions, read: PageRead = 'withheld') => {
     const page = pageValues(options)
-    const { value: data, bytes } = largeValue(events.data, values)
+    // Sent as it is stored: the record's JSON text (webhooks/event-record.ts).
+    const { value: data, bytes } = largeValue(events.data, read, 'stored')
     return db
       .select({ ...eventColumns, data, bytes })
       .from(events)
@@ -399,8 +400,8 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
      * has the beta feature. `reserve` takes the bytes of their records before they are read when
      * one is large (large-values.ts).
      */
-    events: (scope: ProjectScope, options: EventListOptions, reserve?: Reserve): Promise<EventRow[]> =>
-      pageWithin<ListedEvent, 'data'>('data', (values) => eventsQuery(scope, options, values), reserve),
+    events: (scope: ProjectScope, options: EventListOptions, reserve: Reserve): Promise<EventRow[]> =>
+      pageWithin<ListedEvent, 'data'>('data', (read) => eventsQuery(scope, options, read), reserve),
 
     /** The event, while it is in the window (and, of the beta area, while the project has the beta feature). */
     async event(scope: ProjectScope, id: string): Promise<EventRow | undefined> {

@@ -1,0 +1,105 @@
+// The least a large answer must move. The body budget (body-budget.ts) bounds what slow readers
+// hold, but a client that reads a little now and then is never idle long enough to be cut off
+// (the stall timeout, 60 s of nothing moving), and could keep its share of a budget for as long
+// as it likes: four such clients would keep every large page a 503. So every large body being sent
+// must move at least MIN_SEND_RATE a second over each window of SEND_WINDOW_MS, or its connection
+// is closed and what it held given back. A body of 25 MiB (a client's share) is then held at most
+// about 400 s, however slowly it is read.
+//
+// Sizes are known only for what Node has handed to the connection, and Node hands a string over
+// in one write, which completes when the last byte is in the kernel's buffers: nothing shows how
+// far it has got. So a large body is sent as a stream of slices (at most SLICE_CHARS characters
+// each), and the stream asks for the next slice only once the connection has taken the last: the
+// bytes sliced are the bytes sent, to within two slices. The kernel's own buffers (a few MB) fill
+// at once; from then on, what is sliced is what the client reads.
+import type { Socket } from 'node:net'
+import type { Readable } from 'node:stream'
+import { streamed } from '../portal/changelog-cache.js'
+
+/** Bytes a second a large body must move, on average over each window, while it is sent. */
+export const MIN_SEND_RATE = 64 * 1024
+
+/** How long a large body is given to move MIN_SEND_RATE × the window's seconds. */
+export const SEND_WINDOW_MS = 10_000
+
+/** Characters of a slice: at most 192 KiB of UTF-8, well under a window's minimum. */
+const SLICE_CHARS = 64 * 1024
+
+export interface SendWatch {
+  /**
+   * `pieces` (a large body) as a stream of slices, watched until it ends or closes: when a
+   * window passes in which less than the minimum was sent, `connection` is closed. A body is
+   * judged from its second check on, so that it has a whole window.
+   */
+  stream(pieces: Iterable<string>, connection: Socket): Readable
+  /** Checks every body being sent: what the timer does each window (tests call it themselves). */
+  check(): void
+}
+
+export interface SendWatchOptions {
+  /** The least a body must move between two checks; MIN_SEND_RATE for SEND_WINDOW_MS by default. */
+  minBytes?: number
+  /** The time between checks; undefined runs no timer (a test calls check()). */
+  windowMs?: number
+  /** Called for each connection closed for moving too slowly. */
+  onSlow?: () => void
+}
+
+/** A large body being sent: its connection, the bytes sliced so far, and at the last check. */
+interface Sending {
+  connection: Socket
+  sent: number
+  checked: number | undefined
+}
+
+export function sendWatch(options: SendWatchOptions = {}): SendWatch {
+  const { minBytes = (MIN_SEND_RATE * SEND_WINDOW_MS) / 1000, windowMs, onSlow } = options
+  const sending = new Set<Sending>()
+  let timer: NodeJS.Timeout | undefined
+
+  function check(): void {
+    for (const body of sending) {
+      if (body.connection.destroyed) sending.delete(body)
+      else if (body.checked !== undefined && body.sent - body.checked < minBytes) {
+        sending.delete(body)
+        body.connection.destroy()
+        onSlow?.()
+      } else body.checked = body.sent
+    }
+  }
+
+  function* slices(pieces: Iterable<string>, body: Sending): Generator<string> {
+    for (const piece of pieces) {
+      for (let start = 0; start < piece.length; ) {
+        let end = Math.min(start + SLICE_CHARS, piece.length)
+        // Never between the two halves of a surrogate pair: each slice is encoded on its own.
+        if (end < piece.length && isHighSurrogate(piece.charCodeAt(end - 1))) end -= 1
+        const slice = piece.slice(start, end)
+        body.sent += Buffer.byteLength(slice)
+        yield slice
+        start = end
+      }
+    }
+  }
+
+  return {
+    stream(pieces, connection) {
+      const body: Sending = { connection, sent: 0, checked: undefined }
+      const stream = streamed(slices(pieces, body))
+      sending.add(body)
+      const done = () => {
+        sending.delete(body)
+        if (sending.size === 0 && timer) {
+          clearInterval(timer)
+          timer = undefined
+        }
+      }
+      stream.once('end', done).once('close', done)
+      if (windowMs !== undefined && !timer) timer = setInterval(check, windowMs).unref()
+      return stream
+    },
+    check,
+  }
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
