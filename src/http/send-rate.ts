@@ -28,16 +28,17 @@ const SLICE_CHARS = 64 * 1024
 export interface SendWatch {
   /**
    * `pieces` (a large body) as a stream of slices, watched until it ends or closes: when a
-   * window passes in which less than the minimum was sent, `connection` is closed. A body is
-   * judged from its second check on, so that it has a whole window.
+   * window passes in which less than the minimum was sent on `connection`, by all its large
+   * bodies together, the connection is closed. A connection is judged from its second check on,
+   * so that it has a whole window.
    */
   stream(pieces: Iterable<string>, connection: Socket): Readable
-  /** Checks every body being sent: what the timer does each window (tests call it themselves). */
+  /** Checks every connection sending a large body: what the timer does each window (tests call it themselves). */
   check(): void
 }
 
 export interface SendWatchOptions {
-  /** The least a body must move between two checks; MIN_SEND_RATE for SEND_WINDOW_MS by default. */
+  /** The least a connection must move between two checks; MIN_SEND_RATE for SEND_WINDOW_MS by default. */
   minBytes?: number
   /** The time between checks; undefined runs no timer (a test calls check()). */
   windowMs?: number
@@ -45,37 +46,41 @@ export interface SendWatchOptions {
   onSlow?: () => void
 }
 
-/** A large body being sent: its connection, the bytes sliced so far, and at the last check. */
+/**
+ * A connection sending large bodies: how many, the bytes sliced so far, and at the last check.
+ * Counted by connection, not by body: answers pipelined behind another wait for it, and the one
+ * being sent moves for them all.
+ */
 interface Sending {
-  connection: Socket
+  bodies: number
   sent: number
   checked: number | undefined
 }
 
 export function sendWatch(options: SendWatchOptions = {}): SendWatch {
   const { minBytes = (MIN_SEND_RATE * SEND_WINDOW_MS) / 1000, windowMs, onSlow } = options
-  const sending = new Set<Sending>()
+  const sending = new Map<Socket, Sending>()
   let timer: NodeJS.Timeout | undefined
 
   function check(): void {
-    for (const body of sending) {
-      if (body.connection.destroyed) sending.delete(body)
-      else if (body.checked !== undefined && body.sent - body.checked < minBytes) {
-        sending.delete(body)
-        body.connection.destroy()
+    for (const [connection, counts] of sending) {
+      if (connection.destroyed) sending.delete(connection)
+      else if (counts.checked !== undefined && counts.sent - counts.checked < minBytes) {
+        sending.delete(connection)
+        connection.destroy()
         onSlow?.()
-      } else body.checked = body.sent
+      } else counts.checked = counts.sent
     }
   }
 
-  function* slices(pieces: Iterable<string>, body: Sending): Generator<string> {
+  function* slices(pieces: Iterable<string>, counts: Sending): Generator<string> {
     for (const piece of pieces) {
       for (let start = 0; start < piece.length; ) {
         let end = Math.min(start + SLICE_CHARS, piece.length)
         // Never between the two halves of a surrogate pair: each slice is encoded on its own.
         if (end < piece.length && isHighSurrogate(piece.charCodeAt(end - 1))) end -= 1
         const slice = piece.slice(start, end)
-        body.sent += Buffer.byteLength(slice)
+        counts.sent += Buffer.byteLength(slice)
         yield slice
         start = end
       }
@@ -84,11 +89,15 @@ export function sendWatch(options: SendWatchOptions = {}): SendWatch {
 
   return {
     stream(pieces, connection) {
-      const body: Sending = { connection, sent: 0, checked: undefined }
-      const stream = streamed(slices(pieces, body))
-      sending.add(body)
+      let counts = sending.get(connection)
+      if (!counts) sending.set(connection, (counts = { bodies: 0, sent: 0, checked: undefined }))
+      counts.bodies++
+      const stream = streamed(slices(pieces, counts))
+      let ended = false
       const done = () => {
-        sending.delete(body)
+        if (ended) return
+        ended = true
+        if (--counts.bodies === 0 && sending.get(connection) === counts) sending.delete(connection)
         if (sending.size === 0 && timer) {
           clearInterval(timer)
           timer = undefined

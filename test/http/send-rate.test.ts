@@ -78,6 +78,17 @@ t.test('a connection is closed once, however many of its bodies are too slow', a
   t.same([state.destroyed, slow], [true, ['closed']])
 })
 
+t.test('bodies pipelined on one connection are judged together: the one being sent moves for those waiting', async (t) => {
+  const watch = sendWatch({ minBytes: 200_000 })
+  const { state, socket } = connection()
+  const first = watch.stream(['x'.repeat(2_000_000)], socket)
+  watch.stream(['x'.repeat(2_000_000)], socket) // queued behind the first: nothing of it moves yet
+  watch.check()
+  await take(first, 300_000)
+  watch.check()
+  t.equal(state.destroyed, false, 'the connection moved enough')
+})
+
 t.test('a body sent in full, or closed, is no longer watched', async (t) => {
   const watch = sendWatch({ minBytes: 1 })
   const sent = connection()
