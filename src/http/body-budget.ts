@@ -132,7 +132,7 @@ export function releaseOnClose(release: () => void, answer: EventEmitter & { des
 /** What to do when each connection closes: one listener a connection, however many answers it has queued. */
 const closing = new WeakMap<Socket, Set<() => void>>()
 
-function onConnectionClose(connection: Socket): Set<() => void> {
+export function onConnectionClose(connection: Socket): Set<() => void> {
   let waiting = closing.get(connection)
   if (!waiting) {
     const callbacks = new Set<() => void>()

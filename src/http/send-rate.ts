@@ -1,20 +1,20 @@
 // The least a large answer must move. The body budget (body-budget.ts) bounds what slow readers
 // hold, but a client that reads a little now and then is never idle long enough to be cut off
 // (the stall timeout, 60 s of nothing moving), and could keep its share of a budget for as long
-// as it likes: four such clients would keep every large page a 503. So every large body being sent
-// must move at least MIN_SEND_RATE a second over each window of SEND_WINDOW_MS, or its connection
-// is closed and what it held given back. A body of 25 MiB (a client's share) is then held at most
-// about 400 s, however slowly it is read.
+// as it likes: four such clients would keep every large page a 503. So a connection sending large
+// bodies must move at least MIN_SEND_RATE a second over each window of SEND_WINDOW_MS, or it is
+// closed and what its answers held given back. A body is then held for at most its size over
+// MIN_SEND_RATE, however slowly it is read: 25 MiB (a client's share) under 7 minutes.
 //
 // Sizes are known only for what Node has handed to the connection, and Node hands a string over
 // in one write, which completes when the last byte is in the kernel's buffers: nothing shows how
 // far it has got. So a large body is sent as a stream of slices (at most SLICE_CHARS characters
-// each), and the stream asks for the next slice only once the connection has taken the last: the
-// bytes sliced are the bytes sent, to within two slices. The kernel's own buffers (a few MB) fill
-// at once; from then on, what is sliced is what the client reads.
+// each, encoded once), and the stream asks for the next slice only once the connection has taken
+// the last: the bytes sliced are the bytes sent, to within two slices. The kernel's own buffers
+// (a few MB) fill at once; from then on, what is sliced is what the client reads.
 import type { Socket } from 'node:net'
-import type { Readable } from 'node:stream'
-import { streamed } from '../portal/changelog-cache.js'
+import { Readable } from 'node:stream'
+import { onConnectionClose } from './body-budget.js'
 
 /** Bytes a second a large body must move, on average over each window, while it is sent. */
 export const MIN_SEND_RATE = 64 * 1024
@@ -22,8 +22,8 @@ export const MIN_SEND_RATE = 64 * 1024
 /** How long a large body is given to move MIN_SEND_RATE × the window's seconds. */
 export const SEND_WINDOW_MS = 10_000
 
-/** Characters of a slice: at most 192 KiB of UTF-8, well under a window's minimum. */
-const SLICE_CHARS = 64 * 1024
+/** Characters of a slice: at most 48 KiB of UTF-8, so that two slices are under a tenth of a window's minimum. */
+const SLICE_CHARS = 16 * 1024
 
 export interface SendWatch {
   /**
@@ -62,25 +62,34 @@ export function sendWatch(options: SendWatchOptions = {}): SendWatch {
   const sending = new Map<Socket, Sending>()
   let timer: NodeJS.Timeout | undefined
 
+  function stopWhenIdle(): void {
+    if (sending.size === 0 && timer) {
+      clearInterval(timer)
+      timer = undefined
+    }
+  }
+
   function check(): void {
     for (const [connection, counts] of sending) {
       if (connection.destroyed) sending.delete(connection)
       else if (counts.checked !== undefined && counts.sent - counts.checked < minBytes) {
         sending.delete(connection)
-        connection.destroy()
+        // (light-my-request's connections, in tests, cannot be closed.)
+        if (typeof connection.destroy === 'function') connection.destroy()
         onSlow?.()
       } else counts.checked = counts.sent
     }
+    stopWhenIdle()
   }
 
-  function* slices(pieces: Iterable<string>, counts: Sending): Generator<string> {
+  function* slices(pieces: Iterable<string>, counts: Sending): Generator<Buffer> {
     for (const piece of pieces) {
       for (let start = 0; start < piece.length; ) {
         let end = Math.min(start + SLICE_CHARS, piece.length)
         // Never between the two halves of a surrogate pair: each slice is encoded on its own.
         if (end < piece.length && isHighSurrogate(piece.charCodeAt(end - 1))) end -= 1
-        const slice = piece.slice(start, end)
-        counts.sent += Buffer.byteLength(slice)
+        const slice = Buffer.from(piece.slice(start, end))
+        counts.sent += slice.length
         yield slice
         start = end
       }
@@ -92,18 +101,25 @@ export function sendWatch(options: SendWatchOptions = {}): SendWatch {
       let counts = sending.get(connection)
       if (!counts) sending.set(connection, (counts = { bodies: 0, sent: 0, checked: undefined }))
       counts.bodies++
-      const stream = streamed(slices(pieces, counts))
+      // Pulled a slice at a time as the connection takes them: a slice is larger than the
+      // stream's buffer, so no more is made until the last has gone.
+      const stream = Readable.from(slices(pieces, counts), { objectMode: false })
       let ended = false
       const done = () => {
         if (ended) return
         ended = true
+        closing.delete(gone)
         if (--counts.bodies === 0 && sending.get(connection) === counts) sending.delete(connection)
-        if (sending.size === 0 && timer) {
-          clearInterval(timer)
-          timer = undefined
-        }
+        stopWhenIdle()
+      }
+      // A stream queued behind another answer is never closed when its connection goes.
+      const gone = () => {
+        stream.destroy()
+        done()
       }
       stream.once('end', done).once('close', done)
+      const closing = onConnectionClose(connection)
+      closing.add(gone)
       if (windowMs !== undefined && !timer) timer = setInterval(check, windowMs).unref()
       return stream
     },

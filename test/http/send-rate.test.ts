@@ -1,21 +1,23 @@
 // A large answer is sent in slices, and a client that reads it too slowly has its connection
 // closed (src/http/send-rate.ts). The checks run when the test says, never on a timer; the
 // server side, with real connections, is in test/http/body-budget.test.ts.
+import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import type { Readable } from 'node:stream'
 import t from 'tap'
 import { MIN_SEND_RATE, SEND_WINDOW_MS, sendWatch } from '../../src/http/send-rate.js'
 
 /** A connection that notes whether it was closed. */
-function connection() {
-  const state = { destroyed: false }
-  const socket = {
-    get destroyed() {
-      return state.destroyed
-    },
-    destroy: () => void (state.destroyed = true),
+class FakeConnection extends EventEmitter {
+  destroyed = false
+  destroy() {
+    this.destroyed = true
+    this.emit('close')
   }
-  return { state, socket: socket as unknown as Socket }
+}
+function connection() {
+  const socket = new FakeConnection()
+  return { state: socket, socket: socket as unknown as Socket }
 }
 
 /** Reads what the stream has ready, up to `bytes` (or all), as the connection taking it would. */
@@ -106,4 +108,15 @@ t.test('a body sent in full, or closed, is no longer watched', async (t) => {
   await new Promise((resolve) => gone.once('close', resolve))
   watch.check()
   t.equal(closed.state.destroyed, false, 'a body whose stream closed is not judged')
+
+  // A body queued behind another answer is never closed by Node when its connection goes.
+  const slow: string[] = []
+  const watch2 = sendWatch({ minBytes: 1, onSlow: () => slow.push('closed') })
+  const queued = connection()
+  const waiting = watch2.stream(['x'.repeat(100_000)], queued.socket)
+  watch2.check()
+  queued.socket.emit('close')
+  t.equal(waiting.destroyed, true, "a body's stream is destroyed when its connection closes")
+  watch2.check()
+  t.same(slow, [], 'and no longer judged')
 })
