@@ -46,8 +46,9 @@ export interface Hold {
   /** Gives them back; once, however often it is called. */
   release(): void
   /**
-   * Holds `bytes` instead, never refused: the real size of an answer admitted by an estimate
-   * (large-values.ts: the sizes of its large values as sent, short of its other fields).
+   * Holds `bytes` instead: the real size of an answer admitted by an estimate (large-values.ts:
+   * the sizes of its large values as sent, short of its other fields). Growing is refused as
+   * taking is; shrinking never is.
    */
   resize(bytes: number): void
 }
@@ -64,12 +65,17 @@ const busy = (detail: string) => new ApiError('unavailable', detail, { headers: 
 export function bodyBudget(max = BODY_BUDGET): BodyBudget {
   let held = 0
   const byClient = new Map<string, number>()
+  /**
+   * Refuses a body of `bytes` beside `besides` held by everyone else and `ours` held by its
+   * client's other bodies. One body alone may always be sent, whatever its size.
+   */
+  function admit(bytes: number, besides: number, ours: number): void {
+    if (besides > 0 && besides + bytes > max) throw busy('Too many large answers are being sent right now; retry shortly.')
+    if (ours > 0 && ours + bytes > max * CLIENT_SHARE) throw busy('Too many large answers are being sent to you right now; read them, then retry.')
+  }
   return {
     take(bytes, client) {
-      const ours = byClient.get(client) ?? 0
-      // One body alone may always be sent, whatever its size.
-      if (held > 0 && held + bytes > max) throw busy('Too many large answers are being sent right now; retry shortly.')
-      if (ours > 0 && ours + bytes > max * CLIENT_SHARE) throw busy('Too many large answers are being sent to you right now; read them, then retry.')
+      admit(bytes, held, byClient.get(client) ?? 0)
       let holding = 0
       const change = (by: number) => {
         held += by
@@ -87,7 +93,9 @@ export function bodyBudget(max = BODY_BUDGET): BodyBudget {
           change(-holding)
         },
         resize(bytes) {
-          if (!released) change(bytes - holding)
+          if (released) return
+          if (bytes > holding) admit(bytes, held - holding, (byClient.get(client) ?? 0) - holding)
+          change(bytes - holding)
         },
       }
     },
@@ -195,7 +203,7 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, w
     // Nothing is read for a client gone already.
     if (isClientGone(this) || this.socket.destroyed) throw new ApiError('unavailable', 'The client went away.')
     const budget = budgetOf(this, budgets)
-    // Held again (the page grew): what was held is given back first, to be taken again with the rest.
+    // Held again: what was held is given back first, to be taken again with the rest.
     this.answerHold?.release()
     this.answerHold = undefined
     // A small answer is counted, if at all, once it is sent (below).
@@ -207,7 +215,13 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, w
     const hold = request.answerHold
     if (hold) {
       const bytes = typeof payload === 'string' ? Buffer.byteLength(payload) : 0
-      hold.resize(bytes)
+      try {
+        hold.resize(bytes)
+      } catch (error) {
+        // The answer is larger than what was held and does not fit: its problem, sent instead,
+        // passes here again and gives back what was held.
+        return done(error as Error)
+      }
       releaseOnClose(hold.release, reply.raw, request.socket)
       return done(null, bytes < COUNTED_BODY_BYTES ? payload : sentInSlices(request, reply, payload as string, bytes))
     }

@@ -38,6 +38,23 @@ t.test('bytes are taken up to the budget, given back once, and one body alone al
   alone.release()
 })
 
+t.test('a hold grows as a take does, refused beyond the budget or the share, and shrinks freely', async (t) => {
+  const budget = bodyBudget(100)
+  const answer = budget.take(20, 'a')
+  answer.resize(30)
+  t.equal(budget.held(), 30, 'a body alone grows as it likes')
+  const other = budget.take(60, 'b')
+  t.throws(() => answer.resize(50), new ApiError('unavailable', 'Too many large answers are being sent right now; retry shortly.'), 'not beyond the budget')
+  t.same([budget.held(), budget.held('a')], [90, 30], 'and a refused growth holds what it held')
+  answer.resize(10)
+  t.same([budget.held(), budget.held('a')], [70, 10], 'shrinking gives back')
+  other.release()
+  const second = budget.take(10, 'a')
+  t.throws(() => second.resize(20), new ApiError('unavailable', 'Too many large answers are being sent to you right now; read them, then retry.'), "nor beyond the client's share")
+  for (const hold of [answer, second]) hold.release()
+  t.equal(budget.held(), 0)
+})
+
 t.test(`one client holds at most ${CLIENT_SHARE * 100} % of the budget, beyond its first body`, async (t) => {
   const budget = bodyBudget(100)
   const first = budget.take(20, 'a')
@@ -177,10 +194,10 @@ t.test('a page of large values takes its bytes before it is read, and holds what
   for (const body of bodies) {
     t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Sized', body, status: 'published' } })).status, 201)
   }
-  // What each body takes as sent: a large one escaped as a JSON string (a quote is two bytes), a
-  // small one (read with its page) as stored.
-  const sent = (body: string) => (Buffer.byteLength(body) <= INLINE_VALUE_BYTES ? Buffer.byteLength(body) : Buffer.byteLength(JSON.stringify(body)) - 2)
-  const estimate = bodies.reduce((bytes, body) => bytes + sent(body), 0)
+  // What the withheld bodies take as sent, escaped as JSON strings (a quote is two bytes); a small
+  // one, read with its page, is counted with the rest of the answer once written.
+  const withheld = bodies.filter((body) => Buffer.byteLength(body) > INLINE_VALUE_BYTES)
+  const estimate = withheld.reduce((bytes, body) => bytes + Buffer.byteLength(JSON.stringify(body)) - 2, 0)
 
   const inline = await call(t, app, { url: '/v1/changelog?limit=1&offset=2', key })
   t.same([inline.status, inline.json.data[0].body], [200, bodies[0]], `a body of ${INLINE_VALUE_BYTES} bytes is read with its page`)

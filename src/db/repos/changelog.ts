@@ -24,8 +24,8 @@ export type EntryView = Pick<EntryRow, 'id' | 'title' | 'body' | 'labels' | 'pub
   status: PublishingState
 }
 
-/** An entry as a page's read has it (large-values.ts): its body null when withheld, and the body's sizes. */
-type ListedEntry = Omit<EntryView, 'body'> & { body: string | null; bytes: number; stored: number }
+/** An entry as a page's read has it (large-values.ts): its body null when withheld, with its size as sent. */
+type ListedEntry = Omit<EntryView, 'body'> & { body: string | null; bytes: number | null }
 
 /** An entry as one is read or written alone, with the ETag of that view (etag.ts). */
 export type TaggedEntry = EntryView & { etag: string }
@@ -294,8 +294,8 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
 
   /** What a list reads of an entry: its view, the body as a page's `read` selects it (large-values.ts), with its size. */
   const listBody = (body: AnyColumn | SQL, read: PageRead) => {
-    const { value, bytes, stored } = largeValue(body, read, 'string')
-    return { body: value, bytes, stored }
+    const { value, bytes } = largeValue(body, read, 'string')
+    return { body: value, bytes }
   }
   const listBaseView = (read: PageRead) => ({ ...baseView, ...listBody(baseView.body, read) })
   const listView = (read: PageRead) => ({ ...view, ...listBody(view.body, read) })

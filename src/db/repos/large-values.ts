@@ -3,15 +3,15 @@
 // the memory a large page takes is counted before it is taken (http/body-budget.ts).
 //
 // A page's first read withholds every value of more than INLINE_VALUE_BYTES stored (null in its
-// place), and gives each value's size as it will be sent: for a value withheld and sent as a JSON
-// string, its escaped size (a quote takes two bytes, a control character six), which PostgreSQL
-// computes without sending the value (reading it, about half a millisecond a value of 100 000
-// characters); for any other, its stored size, read from the value's header. When one was
-// withheld, `reserve` takes the page's bytes, or refuses them by throwing, and only then is the
-// page read again, whole. Its rows may have grown between the two reads (an entry written
-// meanwhile): then `reserve` takes the growth too, or refuses it. A page of ordinary rows stays one
-// statement, and is counted, when large, once its answer is written (at most 101 values of 8 KiB
-// stored: 5 MB of JSON at the very worst).
+// place, the size read from the value's header), and gives the size each withheld value will be
+// sent at: for one sent as a JSON string, its escaped size (a quote takes two bytes, a control
+// character six), which PostgreSQL computes without sending the value (reading it, about half a
+// millisecond a value of 100 000 characters). When one was withheld, `reserve` takes those bytes,
+// or refuses them by throwing, and only then is the page read again, whole. The rest of the answer
+// (its small values and other fields), and whatever the page grew by between the two reads (an
+// entry written meanwhile), is counted once the answer is written, and refused if it does not fit
+// (body-budget.ts). A page of ordinary rows stays one statement, and is counted, when large, once
+// its answer is written (at most 101 values of 8 KiB stored: 5 MB of JSON at the very worst).
 import { sql, type AnyColumn, type SQL } from 'drizzle-orm'
 
 /** A value of more bytes stored is withheld by a page's first read. */
@@ -29,41 +29,37 @@ export type SentAs = 'string' | 'stored'
 const inlineLimit = sql.raw(String(INLINE_VALUE_BYTES))
 
 /**
- * A large value as a page's `read` selects it (null when withheld), with its size as sent
- * (`bytes`: exact for a withheld value, its stored size otherwise) and as stored (`stored`).
+ * A large value as a page's `read` selects it: on the first read, null when withheld, with its
+ * size as sent (`bytes`, null for a value not withheld: a page of small values costs one column);
+ * on the whole read, the value alone (`bytes` null).
  */
 export function largeValue(value: AnyColumn | SQL, read: PageRead, sentAs: SentAs) {
+  if (read === 'whole') return { value: sql<string | null>`${value}`, bytes: sql<number | null>`null::int` }
   const stored = sql`octet_length(${value})`
-  if (read === 'whole') return { value: sql<string | null>`${value}`, bytes: sql<number>`${stored}`, stored: sql<number>`${stored}` }
   // to_json escapes what JSON.stringify escapes (quotes, backslashes and control characters),
   // less the two quotes around it.
-  const sent = sentAs === 'stored' ? stored : sql`case when ${stored} <= ${inlineLimit} then ${stored} else octet_length(to_json(${value})::text) - 2 end`
+  const sent = sentAs === 'stored' ? stored : sql`octet_length(to_json(${value})::text) - 2`
   return {
     value: sql<string | null>`case when ${stored} <= ${inlineLimit} then ${value} end`,
-    bytes: sql<number>`${sent}`,
-    stored: sql<number>`${stored}`,
+    bytes: sql<number | null>`case when ${stored} > ${inlineLimit} then ${sent} end`,
   }
 }
 
-const sum = (rows: { bytes: number; stored: number }[], of: 'bytes' | 'stored') => rows.reduce((total, row) => total + row[of], 0)
-
 /**
  * The page `read` returns, its large values (`key`, a column that is never null) whole: read with
- * them withheld, then, when one was, whole once `reserve` has taken the bytes of the page's values.
+ * them withheld, then, when one was, whole once `reserve` has taken the bytes of the values
+ * withheld. What the rest of the answer takes is counted once it is written, with whatever the
+ * page grew by between the two reads (http/body-budget.ts).
  */
-export async function pageWithin<Row extends { bytes: number; stored: number }, K extends keyof Row>(
+export async function pageWithin<Row extends { bytes: number | null }, K extends keyof Row>(
   key: K,
   read: (read: PageRead) => Promise<Row[]>,
   reserve: Reserve,
 ): Promise<Array<Row & { [P in K]: NonNullable<Row[P]> }>> {
   let rows = await read('withheld')
   if (rows.some((row) => row[key] === null)) {
-    const reserved = sum(rows, 'bytes')
-    const stored = sum(rows, 'stored')
-    reserve(reserved)
+    reserve(rows.reduce((bytes, row) => bytes + (row.bytes ?? 0), 0))
     rows = await read('whole')
-    const grown = sum(rows, 'stored') - stored
-    if (grown > 0) reserve(reserved + grown)
   }
   // Nothing is withheld now, and the column is never null: every value is there.
   return rows as Array<Row & { [P in K]: NonNullable<Row[P]> }>

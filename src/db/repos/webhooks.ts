@@ -96,8 +96,8 @@ interface DeliveryListOptions extends PageOptions {
   status?: DeliveryStatus
 }
 
-/** An event as a page's read has it (large-values.ts): its record null when withheld, and the record's sizes. */
-type ListedEvent = Omit<EventRow, 'data'> & { data: string | null; bytes: number; stored: number }
+/** An event as a page's read has it (large-values.ts): its record null when withheld, with its size. */
+type ListedEvent = Omit<EventRow, 'data'> & { data: string | null; bytes: number | null }
 
 interface EventListOptions extends PageOptions {
   type?: string
@@ -166,9 +166,9 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
   const eventsQuery = (scope: ProjectScope, options: EventListOptions, read: PageRead = 'withheld') => {
     const page = pageValues(options)
     // Sent as it is stored: the record's JSON text (webhooks/event-record.ts).
-    const { value: data, bytes, stored } = largeValue(events.data, read, 'stored')
+    const { value: data, bytes } = largeValue(events.data, read, 'stored')
     return db
-      .select({ ...eventColumns, data, bytes, stored })
+      .select({ ...eventColumns, data, bytes })
       .from(events)
       .where(
         and(
