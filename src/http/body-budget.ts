@@ -7,9 +7,9 @@
 // body takes its bytes from the instance's budget, and gives them back when its response closes
 // (sent, or its connection gone); a body that would go beyond the budget is a 503 with Retry-After.
 // The API and the portal have a budget each, so that anonymous visitors can never take the API's.
-// A client reading slowly enough never stalls long enough to be cut off, so one client (an API
-// key, or an address on the portal) may hold at most a quarter of a budget beyond its first body:
-// filling one takes four clients, or two of the largest pages.
+// A client reading slowly is cut off only below the minimum rate (send-rate.ts), so one client (an
+// API key, or an address on the portal) may hold at most a quarter of a budget beyond its first
+// body: filling one takes four clients, or two of the largest pages.
 //
 // The API's pages of large values are counted before they are read, since a hundred records of
 // 600 KB each would be in memory before their answer could be refused (found by an outside
