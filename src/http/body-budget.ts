@@ -15,8 +15,9 @@
 // 600 KB each would be in memory before their answer could be refused (found by an outside
 // review: twelve such reads at once raised the process to 1.1 GB). A repository reads a page with
 // every large value withheld and its size (db/repos/large-values.ts); when one was, the handler
-// holds the page's bytes (`request.holdAnswer`) before reading it whole, and the answer's real
-// size, a little more (its other fields), replaces them once it is sent.
+// holds those bytes (`request.holdAnswer`) before reading it whole. The rest of the answer (its
+// small values and other fields: up to a few MB) is counted once the answer is written, and may
+// then still be a 503.
 import type { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import type { Readable } from 'node:stream'
@@ -203,7 +204,7 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, w
     // Nothing is read for a client gone already.
     if (isClientGone(this) || this.socket.destroyed) throw new ApiError('unavailable', 'The client went away.')
     const budget = budgetOf(this, budgets)
-    // Held again: what was held is given back first, to be taken again with the rest.
+    // Held twice (no handler does today): the first is given back, never held alongside.
     this.answerHold?.release()
     this.answerHold = undefined
     // A small answer is counted, if at all, once it is sent (below).

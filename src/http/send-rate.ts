@@ -22,7 +22,7 @@ export const MIN_SEND_RATE = 64 * 1024
 /** How long a large body is given to move MIN_SEND_RATE × the window's seconds. */
 export const SEND_WINDOW_MS = 10_000
 
-/** Characters of a slice: at most 48 KiB of UTF-8, so that two slices are under a tenth of a window's minimum. */
+/** Characters of a slice: at most 48 KiB of UTF-8, so that two slices in flight are under a sixth of a window's minimum. */
 const SLICE_CHARS = 16 * 1024
 
 export interface SendWatch {
@@ -101,9 +101,9 @@ export function sendWatch(options: SendWatchOptions = {}): SendWatch {
       let counts = sending.get(connection)
       if (!counts) sending.set(connection, (counts = { bodies: 0, sent: 0, checked: undefined }))
       counts.bodies++
-      // Pulled a slice at a time as the connection takes them: a slice is larger than the
-      // stream's buffer, so no more is made until the last has gone.
-      const stream = Readable.from(slices(pieces, counts), { objectMode: false })
+      // Pulled a slice at a time as the connection takes them: the stream buffers one byte (any
+      // slice fills it, whatever Node's default), so no more is made until the last has gone.
+      const stream = Readable.from(slices(pieces, counts), { objectMode: false, highWaterMark: 1 })
       let ended = false
       const done = () => {
         if (ended) return

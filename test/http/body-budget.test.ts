@@ -14,7 +14,8 @@ import { STALLED_CONNECTION_MS } from '../../src/app.js'
 import { listChangelogEntries } from '../../src/handlers/changelog.js'
 import { readByKey } from '../../src/http/guard.js'
 import type { KeyScopedHandler } from '../../src/http/types.js'
-import { call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { scrape, value } from '../helpers/metrics.js'
 import { overHttp } from '../helpers/over-http.js'
 import { source, specProblems } from '../helpers/spec-check.js'
 
@@ -281,6 +282,44 @@ t.test('a page holds its bytes until its answer is written, even once its client
   await until(() => ended.length > 1)
   t.same(ended, ['started', 'The client went away.'], 'the page was not read whole')
   t.equal(budget.held(), 0, 'and nothing is held')
+})
+
+t.test("an answer written larger than its page's hold, with no room for the rest, is a 503 that gives the hold back once", async (t) => {
+  // The hold covers the withheld body; the ten small ones (read with the page) and the other
+  // fields are counted once the answer is written (src/db/repos/large-values.ts).
+  const events: string[] = []
+  const budget = bodyBudget(200_000)
+  const recording: BodyBudget = {
+    held: budget.held,
+    take(bytes, client) {
+      const hold = budget.take(bytes, client)
+      events.push(`take ${bytes}`)
+      return {
+        release: () => (events.push('release'), hold.release()),
+        resize: (to) => {
+          try {
+            hold.resize(to)
+            events.push('resize')
+          } catch (error) {
+            events.push('resize refused')
+            throw error
+          }
+        },
+      }
+    },
+  }
+  const app = await testApp({ adminToken: ADMIN_TOKEN }, { bodyBudgets: { api: recording } })
+  const { key } = await createProject({ plan: 'pro' })
+  for (const body of ['x'.repeat(70_000), ...Array.from({ length: 10 }, () => 'y'.repeat(8_000))]) {
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Sized', body, status: 'published' } })).status, 201)
+  }
+  const other = budget.take(100_000, 'another key')
+  t.teardown(other.release)
+  const refused = await call(t, app, { url: '/v1/changelog', key })
+  t.same([refused.status, refused.json.code, refused.headers['retry-after']], [503, 'unavailable', '5'], 'a 503 with Retry-After')
+  t.same(events, ['take 70000', 'resize refused', 'resize', 'release'], 'held for the withheld body, refused once written, the problem sent instead gives the hold back once')
+  t.equal(budget.held(), 100_000, 'nothing left held by it')
+  t.equal(value(await scrape(t, app), 'http_busy_total', { reason: 'large_answers' }), 1, 'counted as busy')
 })
 
 t.test('openapi.yaml and the README give the budgets and the size they count from', async (t) => {
