@@ -213,32 +213,27 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, w
 
   // A callback hook, not an async one: every answer passes here, and most take nothing.
   app.addHook('onSend', (request, reply, payload, done) => {
-    const hold = request.answerHold
-    if (hold) {
-      const bytes = typeof payload === 'string' ? Buffer.byteLength(payload) : 0
-      try {
-        hold.resize(bytes)
-      } catch (error) {
-        // The answer is larger than what was held and does not fit: its problem, sent instead,
-        // passes here again and gives back what was held.
-        return done(error as Error)
-      }
-      releaseOnClose(hold.release, reply.raw, request.socket)
-      return done(null, bytes < COUNTED_BODY_BYTES ? payload : sentInSlices(request, reply, payload as string, bytes))
+    const held = request.answerHold
+    // Without a hold, only a GET's text is counted. A character is at most three bytes of UTF-8,
+    // so a short body is small without counting. A client gone already holds nothing, and its
+    // response will not be closed again.
+    if (!held && (request.method !== 'GET' || typeof payload !== 'string' || payload.length * 3 < COUNTED_BODY_BYTES || reply.raw.closed)) {
+      return done(null, payload)
     }
-    // A character is at most three bytes of UTF-8, so a short body is small without counting. A
-    // client gone already holds nothing, and its response will not be closed again.
-    if (request.method !== 'GET' || typeof payload !== 'string' || payload.length * 3 < COUNTED_BODY_BYTES || reply.raw.closed) return done(null, payload)
-    const budget = budgetOf(request, budgets)
-    if (!budget) return done(null, payload)
     // Its UTF-8 bytes: what the connection holds until the client has read them.
-    const bytes = Buffer.byteLength(payload)
-    if (bytes < COUNTED_BODY_BYTES) return done(null, payload)
+    const bytes = typeof payload === 'string' ? Buffer.byteLength(payload) : 0
+    let hold: Hold | undefined
     try {
-      releaseOnClose(budget.take(bytes, clientOf(request)).release, reply.raw, request.socket)
-      done(null, sentInSlices(request, reply, payload, bytes))
+      // A held answer grows to its real size, or is refused: its problem, sent instead, passes
+      // here again and gives back what was held.
+      if (held) held.resize(bytes)
+      const budget = held ? undefined : budgetOf(request, budgets)
+      hold = held ?? (budget && holdIfLarge(budget, bytes, clientOf(request)))
     } catch (error) {
-      done(error as Error)
+      return done(error as Error)
     }
+    if (!hold) return done(null, payload)
+    releaseOnClose(hold.release, reply.raw, request.socket)
+    done(null, bytes < COUNTED_BODY_BYTES ? payload : sentInSlices(request, reply, payload as string, bytes))
   })
 }
