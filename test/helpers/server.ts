@@ -8,8 +8,10 @@ export const root = new URL('../..', import.meta.url).pathname
 // Exactly what `npm start` runs: build dist/, then start the compiled server.
 export const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
 export const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
-// What `npm run admin -- <command>` runs once dist/ is built (buildServer).
-export const ADMIN_ARGS = ['dist/scripts/admin.js']
+// What `npm run admin -- <command>` runs once dist/ is built (buildServer): see scripts/admin.ts
+// for the V8 flag.
+export const ADMIN_ARGS = ['--liftoff-only', 'dist/scripts/admin.js']
+export const ADMIN = `node scripts/build.mjs && node ${ADMIN_ARGS.join(' ')}`
 
 /**
  * `command args` as a user's shell runs it: without the hooks that tap adds, through NODE_OPTIONS,

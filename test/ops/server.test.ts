@@ -7,14 +7,15 @@ import { request } from 'node:http'
 import { join } from 'node:path'
 import t from 'tap'
 import { newDataDir } from '../helpers/db.js'
-import { START, buildServer, exited, root, start } from '../helpers/server.js'
+import { ADMIN, START, buildServer, exited, root, start } from '../helpers/server.js'
 import { specProblems } from '../helpers/spec-check.js'
 
 t.before(buildServer)
 
-t.test('npm start builds dist/ and runs the compiled server, as this test does', async (t) => {
+t.test('npm start and npm run admin build dist/ and run the compiled code, as the tests that start them do', async (t) => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
   t.equal(pkg.scripts.start, START)
+  t.equal(pkg.scripts.admin, ADMIN)
 })
 
 /** One request on its own connection: 'complete <status>', 'refused <code>' or 'cut off <code>'. */
