@@ -10,9 +10,7 @@ t.teardown(() => pg.close())
 /** PGlite's own query(), on the same database, to compare with. */
 const plain = (text: string, params?: unknown[], options?: Parameters<PGlite['query']>[2]) => PGlite.prototype.query.call(pg, text, params, options)
 
-t.before(async () => {
-  await pg.exec(`create table notes (id int primary key, body text, tags text[], at timestamptz, done boolean default false)`)
-})
+await pg.exec(`create table notes (id int primary key, body text, tags text[], at timestamptz, done boolean default false)`)
 
 t.test('answers exactly as PGlite does, in both row modes and with parsers of its own', async (t) => {
   const insert = 'insert into notes (id, body, tags, at) values ($1, $2, $3, $4) returning *'

@@ -10,7 +10,9 @@ import { newDataDir } from '../helpers/db.js'
 import { ADMIN, START, buildServer, exited, root, start } from '../helpers/server.js'
 import { specProblems } from '../helpers/spec-check.js'
 
-t.before(buildServer)
+// dist/ as `npm start` builds it, before the file's tests start (as it loads: the other files of
+// its folder run in the same process, test/helpers/folder-suite.ts).
+buildServer()
 
 t.test('npm start and npm run admin build dist/ and run the compiled code, as the tests that start them do', async (t) => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }

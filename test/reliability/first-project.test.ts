@@ -8,7 +8,9 @@ import t from 'tap'
 import { freshPostgresDatabase } from '../helpers/db.js'
 import { ADMIN_ARGS, asUserRuns, buildServer, exited, postgresEnv, root, start } from '../helpers/server.js'
 
-t.before(buildServer)
+// dist/ as `npm start` builds it, before the file's tests start (as it loads: the other files of
+// its folder run in the same process, test/helpers/folder-suite.ts).
+buildServer()
 
 const PASSWORD = 'not-shown-0123'
 
