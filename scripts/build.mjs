@@ -5,7 +5,8 @@
 // fraction of a second; `npm run typecheck` (and CI) is where the types are checked.
 // A CLI command, which starts a process of its own each time, takes about 0.8 s (wall) instead of
 // the 1.4 s it took under tsx.
-// Tests and the other scripts keep running the TypeScript sources under tsx.
+// The servers and CLIs that tests start run dist/ too; the tests themselves and the other
+// scripts run the TypeScript sources (tap's loader, tsx).
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { build } from 'esbuild'

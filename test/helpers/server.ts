@@ -10,7 +10,7 @@ export const NODE_ARGS = ['--max-old-space-size=768', 'dist/src/server.js']
 export const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
 // What `npm run admin -- <command>` runs once dist/ is built (buildServer): see scripts/admin.ts
 // for the V8 flag.
-export const ADMIN_ARGS = ['--liftoff-only', 'dist/scripts/admin.js']
+export const ADMIN_ARGS = ['--wasm-tiering-budget=2000000000', 'dist/scripts/admin.js']
 export const ADMIN = `node scripts/build.mjs && node ${ADMIN_ARGS.join(' ')}`
 
 /**
@@ -41,8 +41,13 @@ export function buildIn(dir: string): void {
   execFileSync(...asUserRuns(process.execPath, ['scripts/build.mjs']), { cwd: dir, stdio: 'pipe' })
 }
 
+let built = false
+
+/** dist/ as `npm start` builds it; once a process (a folder's files share one). */
 export function buildServer(): void {
+  if (built) return
   buildIn(root)
+  built = true
 }
 
 /** The environment of a server or CLI on the embedded database in `dataDir`. */
