@@ -261,7 +261,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     // The client hung up (or was cut off at the request timeout, or its connection closed by the
     // send watch): there is no one to answer, and the onRequestAbort hook has logged it.
-    if (isClientGone(request) || request.socket.destroyed) {
+    if (isClientGone(request)) {
       // What its answer held of a body budget is given back: it will never be sent.
       request.answerHold?.release()
       return reply.hijack()

@@ -197,18 +197,23 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, w
     return watch.stream([payload], request.socket)
   }
 
+  /** Holds `bytes` of the request's budget for its client when they count; undefined when nothing was taken. */
+  const holdFor = (request: FastifyRequest, bytes: number): Hold | undefined => {
+    const budget = budgetOf(request, budgets)
+    return budget && holdIfLarge(budget, bytes, clientOf(request))
+  }
+
   // The hold lasts until the answer's response closes (onSend hands it over), or until the error
   // handler drops an answer nobody waits for (app.ts): not until the connection closes, since the
   // handler goes on reading and writing the answer whether or not its client is still there.
   app.decorateRequest('holdAnswer', function (this: FastifyRequest, bytes: number) {
     // Nothing is read for a client gone already.
-    if (isClientGone(this) || this.socket.destroyed) throw new ApiError('unavailable', 'The client went away.')
-    const budget = budgetOf(this, budgets)
+    if (isClientGone(this)) throw new ApiError('unavailable', 'The client went away.')
     // Held twice (no handler does today): the first is given back, never held alongside.
     this.answerHold?.release()
     this.answerHold = undefined
     // A small answer is counted, if at all, once it is sent (below).
-    this.answerHold = budget && holdIfLarge(budget, bytes, clientOf(this))
+    this.answerHold = holdFor(this, bytes)
   })
 
   // A callback hook, not an async one: every answer passes here, and most take nothing.
@@ -222,13 +227,12 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, w
     }
     // Its UTF-8 bytes: what the connection holds until the client has read them.
     const bytes = typeof payload === 'string' ? Buffer.byteLength(payload) : 0
-    let hold: Hold | undefined
+    let hold = held
     try {
       // A held answer grows to its real size, or is refused: its problem, sent instead, passes
       // here again and gives back what was held.
-      if (held) held.resize(bytes)
-      const budget = held ? undefined : budgetOf(request, budgets)
-      hold = held ?? (budget && holdIfLarge(budget, bytes, clientOf(request)))
+      if (hold) hold.resize(bytes)
+      else hold = holdFor(request, bytes)
     } catch (error) {
       return done(error as Error)
     }

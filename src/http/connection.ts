@@ -77,11 +77,12 @@ export function makeConnectHandler(app: FastifyInstance) {
 }
 
 /**
- * Whether the request's own stream was cut off before its end: the client closed the
- * connection mid-request, or the timeout above did. Errors that follow from it (the body parser
- * sees ECONNRESET) are no outage, whatever their code says.
+ * Whether nobody is left to answer: the request's own stream was cut off before its end (the
+ * client closed the connection mid-request, or the timeout above did), or its connection has
+ * closed since (the client hung up, or the send watch closed it: send-rate.ts). Errors that
+ * follow from it (the body parser sees ECONNRESET) are no outage, whatever their code says.
  */
-export const isClientGone = (request: FastifyRequest): boolean => request.raw.readableAborted
+export const isClientGone = (request: FastifyRequest): boolean => request.raw.readableAborted || request.socket.destroyed === true
 
 /**
  * Fastify's onRequestAbort hook: the one log line of a request whose client went away, at info

@@ -292,13 +292,11 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
   /** The translation in the asked locale; without a locale, the join matches nothing. */
   const translationOf = (key: Input<string> | undefined) => and(eq(t.entry_id, e.id), key === undefined ? sql`false` : eq(t.locale_key, key))
 
-  /** What a list reads of an entry: its view, the body as a page's `read` selects it (large-values.ts), with its size. */
-  const listBody = (body: AnyColumn | SQL, read: PageRead) => {
-    const { value, bytes } = largeValue(body, read, 'string')
-    return { body: value, bytes }
+  /** What a list reads of an entry: its view (`shown`), the body as a page's `read` selects it (large-values.ts), with its size. */
+  const listed = <V extends { body: AnyColumn | SQL }>(shown: V, read: PageRead) => {
+    const { value, bytes } = largeValue(shown.body, read, 'string')
+    return { ...shown, body: value, bytes }
   }
-  const listBaseView = (read: PageRead) => ({ ...baseView, ...listBody(baseView.body, read) })
-  const listView = (read: PageRead) => ({ ...view, ...listBody(view.body, read) })
 
   /**
    * A page of one list, one row beyond `limit` telling whether another exists, read by `plan`
@@ -310,8 +308,8 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
     if (plan === 'direct') {
       const rows =
         input.localeKey === undefined
-          ? db.select(listBaseView(read)).from(e).$dynamic()
-          : db.select(listView(read)).from(e).leftJoin(t, translationOf(input.localeKey)).$dynamic()
+          ? db.select(listed(baseView, read)).from(e).$dynamic()
+          : db.select(listed(view, read)).from(e).leftJoin(t, translationOf(input.localeKey)).$dynamic()
       return rows
         .where(pageWhere(input))
         .orderBy(...orderOf(input.status))
@@ -323,8 +321,8 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
     const ids = pageIds(input).as('page')
     const rows =
       input.localeKey === undefined
-        ? db.select(listBaseView(read)).from(ids).innerJoin(e, eq(e.id, ids.id)).$dynamic()
-        : db.select(listView(read)).from(ids).innerJoin(e, eq(e.id, ids.id)).leftJoin(t, translationOf(input.localeKey)).$dynamic()
+        ? db.select(listed(baseView, read)).from(ids).innerJoin(e, eq(e.id, ids.id)).$dynamic()
+        : db.select(listed(view, read)).from(ids).innerJoin(e, eq(e.id, ids.id)).leftJoin(t, translationOf(input.localeKey)).$dynamic()
     return rows.orderBy(...orderOf(input.status))
   }
 
