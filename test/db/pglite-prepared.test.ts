@@ -4,9 +4,10 @@ import { PGlite, types } from '@electric-sql/pglite'
 import t from 'tap'
 import { PreparedPGlite } from '../../src/db/pglite-prepared.js'
 import { newPgliteDataDir } from '../helpers/db.js'
+import { fileTeardown } from '../helpers/folder-suite.js'
 
 const pg = new PreparedPGlite(undefined, { loadDataDir: await newPgliteDataDir() })
-t.teardown(() => pg.close())
+fileTeardown(() => pg.close())
 /** PGlite's own query(), on the same database, to compare with. */
 const plain = (text: string, params?: unknown[], options?: Parameters<PGlite['query']>[2]) => PGlite.prototype.query.call(pg, text, params, options)
 

@@ -17,7 +17,7 @@ import t from 'tap'
 import { NODE_ARGS, asUserRuns, buildServer, freePort, root } from '../helpers/server.js'
 
 t.setTimeout(300_000)
-t.before(buildServer)
+buildServer()
 
 interface Block {
   line: number

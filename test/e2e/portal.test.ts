@@ -18,6 +18,7 @@ import { call, createProject, testApp } from '../helpers/app.js'
 import { CHROMIUM_ARGS, chromiumPath } from '../helpers/browser.js'
 import { freePort } from '../helpers/server.js'
 import { specProblems } from '../helpers/spec-check.js'
+import { fileTeardown } from '../helpers/folder-suite.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any
@@ -47,7 +48,7 @@ const CHROMIUM = await chromiumPath()
 const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }).catch((error: Error) => {
   throw new Error(`Cannot start Chromium at ${CHROMIUM} (see README "Tests"; CHROMIUM_PATH names another build): ${error.message}`)
 })
-t.teardown(() => browser.close())
+fileTeardown(() => browser.close())
 
 /** A fresh browser profile (no cookies, no cache) for one person; closed with the test. */
 async function newPage(t: Test): Promise<Page> {

@@ -6,6 +6,7 @@ import { buildApp, type BuildOptions } from '../../src/app.js'
 import { defaults, type Config } from '../../src/config.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { testDatabase } from './db.js'
+import { fileTeardown } from './folder-suite.js'
 import { specProblems } from './spec-check.js'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
@@ -25,7 +26,7 @@ export function testApp(config: Partial<Config> = {}, options: BuildOptions = {}
   }
   if (Object.keys(config).length || Object.keys(options).length) {
     const app = build()
-    t.teardown(async () => (await app).close())
+    fileTeardown(async () => (await app).close())
     return app
   }
   if (!sharedApp) {

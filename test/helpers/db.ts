@@ -1,4 +1,4 @@
-// One database per test process (a folder's test files share one: test/helpers/folder-suite.ts):
+// One database per test process (a lane's test files share one: test/helpers/folder-suite.ts):
 // in-memory PGlite by default, or PostgreSQL when DATABASE_URL is set. Tests never truncate or
 // share rows: each makes its own project.
 import { and, eq, gt, NoopLogger, sql, type SQLWrapper } from 'drizzle-orm'
@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
 import { changelog_entries } from '../../src/db/schema.js'
 import { migrationsFolder } from '../../src/paths.js'
+import { currentTestFile, fileTeardown, thisFile } from './folder-suite.js'
 import { removeStaleCopies } from './temp-copies.js'
 
 let shared: Promise<DbHandle> | undefined
@@ -30,6 +31,29 @@ export function testDatabase(): Promise<DbHandle> {
 async function migratedPostgres(url: string): Promise<DbHandle> {
   // DB_PREPARE=false: the CI step that runs tests through PgBouncer in transaction mode.
   const handle = await openDatabase({ databaseUrl: url, poolSize: 10, prepare: loadConfig().dbPrepare })
+  await handle.migrate()
+  return handle
+}
+
+/** Connections of a newTestDatabase() pool on PostgreSQL. */
+export const OWN_DATABASE_POOL_SIZE = 4
+
+/**
+ * A migrated database of the caller's own, for a test file that must share none (a webhook
+ * dispatcher claims every due delivery of its database): on PostgreSQL a new database, dropped
+ * once the file is done (fileTeardown); on PGlite a new in-memory one, loaded from the migrated
+ * copy, closed then.
+ */
+export async function newTestDatabase(): Promise<DbHandle> {
+  if (!process.env.DATABASE_URL) {
+    const handle = await migratedPglite()
+    fileTeardown(() => handle.close())
+    return handle
+  }
+  const url = await freshPostgresDatabase(thisFile)
+  const handle = await openDatabase({ databaseUrl: url, poolSize: OWN_DATABASE_POOL_SIZE, prepare: loadConfig().dbPrepare })
+  // Closed before freshPostgresDatabase's teardown drops the database (teardowns run last first).
+  fileTeardown(() => handle.close())
   await handle.migrate()
   return handle
 }
@@ -200,9 +224,9 @@ export async function postgresTestUrl(): Promise<string> {
  * there (.ci/run): asked for anywhere else, it fails here rather than run twice in CI.
  */
 function assertReliabilityTest(): void {
-  const file = process.argv[1] ?? ''
-  if (file.startsWith(join(root, 'test/')) && !file.startsWith(join(root, 'test/reliability/'))) {
-    throw new Error(`a test run by ${file.slice(root.length)} needs PostgreSQL itself: such a test belongs in test/reliability/, which runs once, in the PostgreSQL pass`)
+  const file = currentTestFile()
+  if (file.startsWith('test/') && !file.startsWith('test/reliability/')) {
+    throw new Error(`a test of ${file} needs PostgreSQL itself: such a test belongs in test/reliability/, which runs once, in the PostgreSQL pass`)
   }
 }
 

@@ -4,7 +4,7 @@
 // the requests it expects (`received`), and the misbehaviours last until the caller gives up.
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import t from 'tap'
+import { fileTeardown } from './folder-suite.js'
 
 export type Behaviour =
   /** Answers this status, at once or after `delayMs` (a 302 with `location`). */
@@ -197,6 +197,6 @@ export async function startReceiver(behaviour: Behaviour = { status: 200 }): Pro
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }
-  t.teardown(() => receiver.close())
+  fileTeardown(() => receiver.close())
   return receiver
 }

@@ -43,7 +43,7 @@ export function buildIn(dir: string): void {
 
 let built = false
 
-/** dist/ as `npm start` builds it; once a process (a folder's files share one). */
+/** dist/ as `npm start` builds it; once a process (a lane's files share one). */
 export function buildServer(): void {
   if (built) return
   buildIn(root)

@@ -4,16 +4,13 @@
 // long that takes is bounded by the test's timeout, never asserted.
 //
 // A dispatcher claims every due delivery of its database, whoever wrote it: so a file that runs
-// one works in a database of its own, so that no dispatcher of its attempts another file's
-// deliveries, and no other file's dispatcher its. On PostgreSQL, where test files share
-// DATABASE_URL's database, that is a database the file creates and drops; on PGlite, the
-// process's, and such a file runs in a process of its own (.taprc), not in its folder's index.
+// one works in a database of its own (webhookDatabase), so that no dispatcher of its attempts
+// another file's deliveries, and no other file's dispatcher its.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import type { ClientRequest } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { eq, sql } from 'drizzle-orm'
-import t from 'tap'
-import { defaults, loadConfig } from '../../src/config.js'
+import { defaults } from '../../src/config.js'
 import type { Database } from '../../src/db/client.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
@@ -21,26 +18,22 @@ import { newId } from '../../src/domain/ids.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { startWebhookDispatcher, type WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/jobs/webhook-dispatcher.js'
 import type { Timers } from '../../src/webhooks/send.js'
-import { openDatabase, type DbHandle } from '../../src/db/client.js'
-import { freshPostgresDatabase, testDatabase } from './db.js'
+import type { DbHandle } from '../../src/db/client.js'
+import { newTestDatabase } from './db.js'
+import { currentTestFile } from './folder-suite.js'
 
-let isolated: Promise<DbHandle> | undefined
+const ownDatabases = new Map<string, Promise<DbHandle>>()
 
-/** The database of these tests: the process's PGlite, or a PostgreSQL database of the file's own when DATABASE_URL is set. */
+/**
+ * The database of the test file whose tests run now, its own (newTestDatabase): made on its first
+ * call, the same for the rest of the file. A folder's files run one after another in one process
+ * (test/helpers/folder-suite.ts), and each gets a database of its own.
+ */
 export function webhookDatabase(): Promise<DbHandle> {
-  if (process.argv[1]?.endsWith('/index.test.ts')) {
-    throw new Error("these helpers work in a database of the file's own (a dispatcher claims every due delivery of its database): list the file in .taprc's include, where it runs in a process of its own")
-  }
-  if (!process.env.DATABASE_URL) return testDatabase()
-  isolated ??= (async () => {
-    const url = await freshPostgresDatabase(t)
-    const handle = await openDatabase({ databaseUrl: url, poolSize: 4, prepare: loadConfig().dbPrepare })
-    // Closed before freshPostgresDatabase's teardown drops the database (teardowns run last first).
-    t.teardown(() => handle.close())
-    await handle.migrate()
-    return handle
-  })()
-  return isolated
+  const file = currentTestFile()
+  let database = ownDatabases.get(file)
+  if (!database) ownDatabases.set(file, (database = newTestDatabase()))
+  return database
 }
 
 export type EndpointRow = typeof webhook_endpoints.$inferSelect

@@ -11,7 +11,7 @@ import { openDatabase } from '../../src/db/client.js'
 import { bodyBudget } from '../../src/http/body-budget.js'
 import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
-import { newPgliteDataDir, testDatabase } from '../helpers/db.js'
+import { newPgliteDataDir, newTestDatabase, OWN_DATABASE_POOL_SIZE } from '../helpers/db.js'
 import { parse, scrape, value, type Exposition } from '../helpers/metrics.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
@@ -144,12 +144,14 @@ t.test('a database that is gone: every 503 unavailable counted, and the metrics 
 })
 
 t.test('pool gauges are read at scrape time', async (t) => {
-  const app = await testApp({ logLevel: 'silent' })
-  const database = await testDatabase()
+  // A database of its own: no other test's app (their background work included) uses its pool.
+  const database = await newTestDatabase()
+  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN }, database)
+  t.teardown(() => app.close())
   const idle = await scrape(t, app)
   const pglite = database.kind === 'pglite'
-  t.equal(value(idle, 'db_pool_connections'), pglite ? 1 : 10)
-  t.ok(value(idle, 'db_pool_slots')! >= (pglite ? 1 : 10), 'slots: one per connection at least')
+  t.equal(value(idle, 'db_pool_connections'), pglite ? 1 : OWN_DATABASE_POOL_SIZE)
+  t.ok(value(idle, 'db_pool_slots')! >= (pglite ? 1 : OWN_DATABASE_POOL_SIZE), 'slots: one per connection at least')
   t.equal(value(idle, 'db_pool_slots_in_use'), 0)
   t.equal(value(idle, 'db_pool_waiting'), 0)
   for (const name of ['db_pool_connections', 'db_pool_slots', 'db_pool_slots_in_use', 'db_pool_waiting']) t.equal(idle.types.get(name), 'gauge', name)

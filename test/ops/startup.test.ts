@@ -13,9 +13,9 @@ import { ADMIN_ARGS, NODE_ARGS, asUserRuns, buildServer, embeddedEnv, exited, ro
 
 // Each test starts real servers and CLIs (PGlite opens in a second or two each, more on a busy machine).
 t.setTimeout(360_000)
-t.before(buildServer)
+buildServer()
 
-/** What `npm run admin -- ...` runs once dist/ is built (t.before); its exit code and what it printed. */
+/** What `npm run admin -- ...` runs once dist/ is built (buildServer, as the file loads); its exit code and what it printed. */
 function admin(env: NodeJS.ProcessEnv, ...args: string[]) {
   const run = spawnSync(...asUserRuns(process.execPath, [...ADMIN_ARGS, ...args]), { cwd: root, env, encoding: 'utf8' })
   return { status: run.status, stdout: run.stdout, stderr: run.stderr }

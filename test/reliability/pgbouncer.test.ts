@@ -16,13 +16,14 @@ import { migrationsFolder } from '../../src/paths.js'
 import { call } from '../helpers/app.js'
 import { freshPostgresDatabase } from '../helpers/db.js'
 import { startPgbouncer } from '../helpers/pgbouncer.js'
+import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
 
-const direct = await freshPostgresDatabase(t)
+const direct = await freshPostgresDatabase(thisFile)
 const bouncer = await startPgbouncer(direct)
 const url = bouncer.url(direct)
 const admin = postgres(direct, { max: 1, onnotice: () => {} })
 // tap runs teardowns last in, first out: the pools below close first, then PgBouncer, then the database goes.
-t.teardown(async () => {
+fileTeardown(async () => {
   await admin.end({ timeout: 5 })
   await bouncer.stop()
 })

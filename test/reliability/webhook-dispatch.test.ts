@@ -19,15 +19,16 @@ import { DISPATCH_DEFAULTS } from '../../src/jobs/webhook-dispatcher.js'
 import { freshPostgresDatabase } from '../helpers/db.js'
 import { startReceiver, type Receiver, type Received } from '../helpers/receiver.js'
 import { createEndpoint, endpointRecord, waitUntil, type EndpointRow } from '../helpers/webhooks.js'
+import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
 import { httpRequest, startServer, uniqueName, type Server } from './fixtures/pg.js'
 
 const ENDPOINTS = 12
 const EVENTS_PER_ENDPOINT = 25
 const ADMIN_TOKEN = 'webhook-dispatch-admin-token'
 
-const url = await freshPostgresDatabase(t)
+const url = await freshPostgresDatabase(thisFile)
 const database = await openDatabase({ databaseUrl: url, poolSize: 4 })
-t.teardown(() => database.close())
+fileTeardown(() => database.close())
 await database.migrate()
 const { db } = database
 

@@ -24,12 +24,13 @@ import { rowsOf } from '../../src/db/results.js'
 import { DISPATCH_DEFAULTS } from '../../src/jobs/webhook-dispatcher.js'
 import { freshPostgresDatabase } from '../helpers/db.js'
 import { startReceiver, type Received } from '../helpers/receiver.js'
+import { thisFile } from '../helpers/folder-suite.js'
 import { byWebhookId, client, deliveredIds, proProjectClient, receivedProblems, until, webhookServer } from './fixtures/webhooks.js'
 
 t.setTimeout(180_000)
 
 const WRITES = 12
-const url = await freshPostgresDatabase(t)
+const url = await freshPostgresDatabase(thisFile)
 const webhookId = (request: Received) => String(request.headers['webhook-id'])
 
 t.test('SIGTERM during delivery: attempts in flight finish and are recorded within the grace, the unfinished are attempted after restart', async (t) => {

@@ -29,7 +29,7 @@ const listedIn = (patterns: string[]) => testFiles.filter((file) => patterns.som
  * or the variable itself.
  */
 const USES_DATABASE_URL =
-  /from '[^']*(?:helpers\/app|src\/app|src\/db\/client)\.js'|\b(?:testDatabase|postgresTestUrl|freshPostgresDatabase|postgresEnv|explainPlan|statementsRun|scheduledTimeArrives)\b|process\.env\.DATABASE_URL/
+  /from '[^']*(?:helpers\/app|src\/app|src\/db\/client)\.js'|\b(?:testDatabase|postgresTestUrl|freshPostgresDatabase|newTestDatabase|webhookDatabase|postgresEnv|explainPlan|statementsRun|scheduledTimeArrives)\b|process\.env\.DATABASE_URL/
 
 t.test('the files only one pass runs never use the database DATABASE_URL names', async (t) => {
   for (const [name, patterns] of Object.entries(LISTS)) {

@@ -14,11 +14,13 @@ import { createEndpoint, deliveryReaches, manualTimers, recordEvent, startDispat
 const { db } = await webhookDatabase()
 const HOUR = 3_600_000
 
-// Each test starts with nothing due: what an earlier test left pending (a hanging endpoint's
-// backlog, given back at its dispatcher's stop) would take slots here.
-t.beforeEach(async () => {
+/**
+ * Each test starts with nothing due: what an earlier test left pending (a hanging endpoint's
+ * backlog, given back at its dispatcher's stop) would take slots here.
+ */
+async function nothingDue(): Promise<void> {
   await db.execute(sql`update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null, claim_token = null where status = 'pending'`)
-})
+}
 
 /** The test database, with the statements recording outcomes held until release(). */
 function holdingRecords() {
@@ -48,6 +50,7 @@ function holdingRecords() {
 }
 
 t.test('a slot is filled as soon as its attempt ends: the endpoint’s next delivery goes before the first is recorded, without a poll', async (t) => {
+  await nothingDue()
   const receiver = await startReceiver()
   const endpoint = await createEndpoint(receiver.url)
   const first = await recordEvent(endpoint)
@@ -65,6 +68,7 @@ t.test('a slot is filled as soon as its attempt ends: the endpoint’s next deli
 })
 
 t.test('an endpoint’s backlog, due first and at its limit, hides no other endpoint’s delivery', async (t) => {
+  await nothingDue()
   const timers = manualTimers()
   const hanging = await startReceiver('hang')
   const slow = await createEndpoint(hanging.url)
@@ -89,6 +93,7 @@ async function attempted(ids: string[]): Promise<number> {
 }
 
 t.test('five tenants’ endpoints hang with a backlog each: a sixth tenant’s deliveries go before the hanging ones take every slot', async (t) => {
+  await nothingDue()
   const timers = manualTimers()
   const hanging = await startReceiver('hang')
   for (let i = 0; i < 5; i++) {
@@ -113,6 +118,7 @@ t.test('five tenants’ endpoints hang with a backlog each: a sixth tenant’s d
 })
 
 t.test('endpoints that hang and fail hold one slot each, however deep their backlogs', async (t) => {
+  await nothingDue()
   const timers = manualTimers()
   const hanging = await startReceiver('hang')
   const failing: string[] = []
