@@ -16,9 +16,9 @@ import { chromium, type Browser, type Locator, type Page, type Response } from '
 import t, { type Test } from 'tap'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { CHROMIUM_ARGS, chromiumPath } from '../helpers/browser.js'
+import { fileTeardown } from '../helpers/folder-suite.js'
 import { freePort } from '../helpers/server.js'
 import { specProblems } from '../helpers/spec-check.js'
-import { fileTeardown } from '../helpers/folder-suite.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any

@@ -18,9 +18,9 @@
 // `TAP_EXCLUDE` (glob patterns, one a line, as tap reads it) leaves files out of a folder as tap
 // leaves whole files out of its run: .ci/run's passes use it.
 import { readdirSync, readFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { minimatch } from 'minimatch'
 import { parse } from 'yaml'
 
@@ -70,21 +70,23 @@ export function fileTeardown(cleanup: () => unknown): void {
 /** fileTeardown as a `{ teardown }`, for the helpers that take a test to close with. */
 export const thisFile = { teardown: fileTeardown }
 
-/** Runs the cleanups of the file that has just run, every one even if some fail. */
-async function closeFile(): Promise<void> {
+/**
+ * Runs the cleanups of the file that has just run, every one even if some fail, and fails `step`
+ * (the next file's loading, or the folder's last step) naming that file for each that failed.
+ */
+async function closeFile(step: Test): Promise<void> {
   const file = running
   const closing = cleanups.reverse()
   cleanups = []
   running = undefined
-  const failures: string[] = []
   for (const cleanup of closing) {
     try {
       await cleanup()
     } catch (error) {
-      failures.push(error instanceof Error ? error.message : String(error))
+      const { message, stack } = error instanceof Error ? error : { message: String(error), stack: undefined }
+      step.fail(`closing what ${file} left open failed: ${message}`, { stack })
     }
   }
-  if (failures.length > 0) throw new Error(`closing what ${file} left open failed: ${failures.join('; ')}`)
 }
 
 /**
@@ -92,7 +94,8 @@ async function closeFile(): Promise<void> {
  * every file after it in the process), or a top-level `await t.test(...)`, which would wait for a
  * subtest queued behind the file's own loading subtest, for ever. A timeout a file sets on the
  * root (`t.setTimeout`) is its own: runFolder sets TAP_TIMEOUT's again as the next file starts.
- * A root teardown would keep the file's resources until the lane ends: fileTeardown closes them
+ * A root teardown (`t.teardown` at a file's top level, or in a function of the file, which this
+ * does not see) would keep the file's resources until the lane ends: fileTeardown closes them
  * when the file is done.
  */
 const PROCESS_WIDE = /^(?:await )?t\.(?:before|beforeEach|after|afterEach|teardown|plan|jobs)\b|^await t\.test\b/m
@@ -129,27 +132,31 @@ export async function runLane(n: number): Promise<void> {
 
 /** Runs every test file of test/<folder> that .taprc does not list, in this process. */
 export async function runFolder(folder: string): Promise<void> {
+  await runFiles(folderFiles(folder))
+}
+
+/** Runs test files (paths from the project's root, or absolute) one after another, in this process. */
+export async function runFiles(files: string[]): Promise<void> {
   // tap's timeout (.taprc) is per process: set again as each file starts, it is each file's own
   // (and a file may set a longer one as it loads).
   const perFile = Number(process.env.TAP_TIMEOUT ?? 120) * 1000
-  const files = folderFiles(folder)
   for (const file of files) {
     // Each file is loaded in a subtest named after it, which fails if its module throws. Its tests
     // are queued on tap's root meanwhile, after that subtest, so they run before the next file is
     // loaded; and the root is never idle between files (an idle root ends itself once a teardown
     // is registered).
-    await t.test(file, async () => {
-      await closeFile()
+    await t.test(file, async (loading) => {
+      await closeFile(loading)
       running = file
       t.setTimeout(perFile)
-      const processWide = PROCESS_WIDE.exec(readFileSync(join(root, file), 'utf8'))
+      const processWide = PROCESS_WIDE.exec(readFileSync(resolve(root, file), 'utf8'))
       if (processWide) {
         throw new Error(`${file} calls ${processWide[0]}(…) on tap's root at its top level, which would apply to the other files of its lane or wait for ever: use fileTeardown for a teardown, or list the file in .taprc's include, where it runs in a process of its own`)
       }
-      await import(pathToFileURL(join(root, file)).href)
+      await import(pathToFileURL(resolve(root, file)).href)
     })
   }
   // Each file's load closes what the file before it left open (fileTeardown); the last file's,
   // once its tests are done.
-  if (files.length > 0) await t.test(`closing what ${files.at(-1)} left open`, closeFile)
+  if (files.length > 0) await t.test(`closing what ${files.at(-1)} left open`, (closing) => closeFile(closing))
 }

@@ -5,6 +5,7 @@ import t from 'tap'
 import type { FastifyBaseLogger } from 'fastify'
 import type { KeyUse } from '../../src/db/repos/projects.js'
 import { makeKeyUsage } from '../../src/http/key-usage.js'
+import { fileTeardown } from '../helpers/folder-suite.js'
 
 function harness(options: { maxKeys?: number } = {}) {
   const clock = { now: 1_000_000 }
@@ -38,7 +39,7 @@ function harness(options: { maxKeys?: number } = {}) {
     intervalMs: 3_600_000,
     ...options,
   })
-  t.teardown(() => usage.close())
+  fileTeardown(() => usage.close())
   return { usage, clock, writes, logged, state, deferred }
 }
 

@@ -15,14 +15,15 @@ import { makeRepos } from '../../src/db/repos/index.js'
 import { migrationsFolder } from '../../src/paths.js'
 import { call } from '../helpers/app.js'
 import { freshPostgresDatabase } from '../helpers/db.js'
-import { startPgbouncer } from '../helpers/pgbouncer.js'
 import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
+import { startPgbouncer } from '../helpers/pgbouncer.js'
 
 const direct = await freshPostgresDatabase(thisFile)
 const bouncer = await startPgbouncer(direct)
 const url = bouncer.url(direct)
 const admin = postgres(direct, { max: 1, onnotice: () => {} })
-// tap runs teardowns last in, first out: the pools below close first, then PgBouncer, then the database goes.
+// The file's cleanups run last in, first out: the pools below close first, then PgBouncer, then
+// the database goes.
 fileTeardown(async () => {
   await admin.end({ timeout: 5 })
   await bouncer.stop()
@@ -30,7 +31,7 @@ fileTeardown(async () => {
 
 const open = async (poolSize: number) => {
   const handle = await openDatabase({ databaseUrl: url, poolSize, prepare: false })
-  t.teardown(() => handle.close())
+  fileTeardown(() => handle.close())
   return handle
 }
 

@@ -34,8 +34,8 @@ import { openDatabase } from '../../src/db/client.js'
 import { rowsOf } from '../../src/db/results.js'
 import { DISPATCH_DEFAULTS } from '../../src/jobs/webhook-dispatcher.js'
 import { freshPostgresDatabase } from '../helpers/db.js'
-import { startReceiver } from '../helpers/receiver.js'
 import { thisFile } from '../helpers/folder-suite.js'
+import { startReceiver } from '../helpers/receiver.js'
 import { byWebhookId, client, deliveredIds, proProjectClient, receivedProblems, until, webhookServer, type Answer } from './fixtures/webhooks.js'
 
 // Two server starts and the deliveries of two bursts: a guard against a wait that never ends.

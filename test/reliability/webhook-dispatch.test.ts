@@ -17,9 +17,9 @@ import { makeRepos } from '../../src/db/repos/index.js'
 import { rowsOf } from '../../src/db/results.js'
 import { DISPATCH_DEFAULTS } from '../../src/jobs/webhook-dispatcher.js'
 import { freshPostgresDatabase } from '../helpers/db.js'
+import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
 import { startReceiver, type Receiver, type Received } from '../helpers/receiver.js'
 import { createEndpoint, endpointRecord, waitUntil, type EndpointRow } from '../helpers/webhooks.js'
-import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
 import { httpRequest, startServer, uniqueName, type Server } from './fixtures/pg.js'
 
 const ENDPOINTS = 12
@@ -46,7 +46,7 @@ async function server(label: string): Promise<Server> {
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_DISPATCH: 'true',
   })
-  t.teardown(() => {
+  fileTeardown(() => {
     if (started.running()) started.child.kill('SIGKILL')
   })
   return started

@@ -19,8 +19,8 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import t from 'tap'
 import { freshPostgresDatabase } from '../helpers/db.js'
-import { startReceiver, type Received, type Receiver } from '../helpers/receiver.js'
 import { thisFile } from '../helpers/folder-suite.js'
+import { startReceiver, type Received, type Receiver } from '../helpers/receiver.js'
 import { byWebhookId, client, deliveredIds, overlapping, proProjectClient, receivedProblems, until, webhookServer } from './fixtures/webhooks.js'
 
 t.setTimeout(240_000)

@@ -23,8 +23,8 @@ import { openDatabase } from '../../src/db/client.js'
 import { rowsOf } from '../../src/db/results.js'
 import { DISPATCH_DEFAULTS } from '../../src/jobs/webhook-dispatcher.js'
 import { freshPostgresDatabase } from '../helpers/db.js'
-import { startReceiver, type Received } from '../helpers/receiver.js'
 import { thisFile } from '../helpers/folder-suite.js'
+import { startReceiver, type Received } from '../helpers/receiver.js'
 import { byWebhookId, client, deliveredIds, proProjectClient, receivedProblems, until, webhookServer } from './fixtures/webhooks.js'
 
 t.setTimeout(180_000)

@@ -1,8 +1,10 @@
 // Every test file runs exactly once a pass: in its folder, which one lane runs
 // (test/helpers/folder-suite.ts), or, listed in .taprc's include, in a process of its own; never
 // in neither.
+import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
 import { LANE_FILES, LANES, folderFiles, ownProcessFiles } from '../helpers/folder-suite.js'
@@ -40,4 +42,39 @@ t.test('every test file is in a folder of test/, run by a lane or by tap itself'
     t.equal(runs.get(file)?.length, 1, `${file} runs once a pass (by ${runs.get(file)?.join(' and ') ?? 'nothing'})`)
   }
   for (const file of own) t.ok(testFiles.includes(file), `.taprc's ${file} exists`)
+})
+
+t.test("a lane closes what a file opened before the next file loads; a failed close fails that load, not the next file's tests", async (t) => {
+  const suite = pathToFileURL(join(root, 'test/helpers/folder-suite.ts')).href
+  const file = (name: string, cleanups: string) => `import t from 'tap'
+import { appendFileSync } from 'node:fs'
+import { fileTeardown } from '${suite}'
+const log = (line) => appendFileSync(process.env.LANE_LOG, line + '\\n')
+log('${name}: loaded')
+${cleanups}
+t.test('${name}: its test', async (t) => {
+  log('${name}: test')
+  t.pass()
+})
+`
+  const named = t.testdirName
+  const dir = t.testdir({
+    'a.mjs': file('a', "fileTeardown(() => log('a: first cleanup asked'))\nfileTeardown(() => { log('a: second cleanup asked'); throw new Error('a broke') })"),
+    'b.mjs': file('b', "fileTeardown(() => log('b: cleanup'))"),
+    'lane.mjs': `import { runFiles } from '${suite}'\nawait runFiles(['${named}/a.mjs', '${named}/b.mjs'])\n`,
+    'lane.log': '',
+  })
+  const run = spawnSync(process.execPath, ['--import', 'tsx', join(dir, 'lane.mjs')], { cwd: root, env: { ...process.env, LANE_LOG: join(dir, 'lane.log') }, encoding: 'utf8', timeout: 60_000 })
+  t.same(readFileSync(join(dir, 'lane.log'), 'utf8').trim().split('\n'), [
+    'a: loaded',
+    'a: test',
+    'a: second cleanup asked',
+    'a: first cleanup asked',
+    'b: loaded',
+    'b: test',
+    'b: cleanup',
+  ], "a's cleanups ran after its test and before b loaded, last asked first, even after one failed; b's after its test")
+  t.match(run.stdout, /not ok \d+ - closing what \S+a\.mjs left open failed: a broke\n/, "the failed cleanup fails b's load, naming a")
+  t.match(run.stdout, /^ok \d+ - b: its test/m, "and b's test still ran")
+  t.not(run.status, 0, 'the run fails')
 })
