@@ -8,30 +8,35 @@
 // The servers and CLIs that tests start run dist/ too; the tests themselves and the other
 // scripts run the TypeScript sources (tap's loader, tsx).
 import { createHash } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
 
 const SOURCES = ['src', 'generated']
 const EXTRA = ['scripts/admin.ts', 'scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
-// What else decides the build: this script, the TypeScript settings esbuild reads, the package's
-// settings and esbuild's version.
-const SETTINGS = ['scripts/build.mjs', 'tsconfig.json', 'package.json', 'node_modules/esbuild/package.json']
 
-// A build leaves a record in dist/: what it was built from (a hash of SETTINGS and every source)
-// and what it wrote (each file's size and modification time). When both still hold, dist/ holds
-// this build and nothing more runs: reading and hashing the sources takes milliseconds, where
-// loading esbuild and building in memory to compare took about 0.4 s of CPU and a process of
-// esbuild's own, on every `npm start` and `npm run admin`. A source changed, added or removed, a
-// setting changed, or a file of dist/ touched, and the build runs as below.
+// A build leaves a record in dist/: what it was built from (a hash of the sources and of what
+// else decides the output: this script, esbuild's version, package.json and every tsconfig or
+// jsconfig esbuild could read) and what it wrote (a hash of each file). When dist/ still holds
+// exactly those files and the inputs hash the same, the build ends there, without loading
+// esbuild: reading and hashing both takes milliseconds, where loading esbuild and building in
+// memory to compare took about 0.4 s of CPU and a process of esbuild's own, on every `npm start`
+// and `npm run admin`. Anything else (a source changed, added or removed, a setting changed, a
+// file of dist/ changed, added or removed, no record) and the build runs as below. esbuild
+// compiles the very bytes that were hashed (the plugin below), so a record never stands for
+// sources that changed while it read them.
 const RECORD = '.build-record.json'
 
-function typescriptFiles(dir) {
+function filesNamed(dir, test) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name)
-    if (entry.isDirectory()) return typescriptFiles(path)
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [path] : []
+    if (entry.isDirectory()) return filesNamed(path, test)
+    return test(entry.name) ? [path] : []
   })
 }
+
+const isTypeScript = (name) => name.endsWith('.ts') && !name.endsWith('.d.ts')
+const isConfig = (name) => /^[tj]sconfig.*\.json$/.test(name)
 
 /** Every file under `dir`, as absolute paths; none when there is no such directory. */
 function filesUnder(dir) {
@@ -45,24 +50,29 @@ function filesUnder(dir) {
   }
 }
 
-/** The hash of everything the build reads. */
-function inputsHash(entryPoints) {
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex')
+
+/** The hash of named contents, each framed by its name's and its own length. */
+function hashOf(named) {
   const hash = createHash('sha256')
-  for (const path of [...SETTINGS, ...entryPoints]) hash.update(`${path}\0`).update(readFileSync(path)).update('\0')
+  for (const [name, bytes] of named) hash.update(`${name.length}:${name}${bytes.length}:`).update(bytes)
   return hash.digest('hex')
 }
 
-/** The record of a build directory built from `inputs`: its files but the record, with their sizes and modification times. */
-function recordOf(dir, inputs) {
-  const outputs = filesUnder(dir)
-    .map((path) => relative(dir, path))
-    .filter((path) => path !== RECORD)
-    .sort()
-    .map((path) => {
-      const { size, mtimeMs } = statSync(join(dir, path))
-      return [path, size, mtimeMs]
-    })
-  return JSON.stringify({ inputs, outputs })
+/** What a build directory holds but its record, by path: each file's hash; undefined if it changed while read. */
+function contentsOf(dir) {
+  try {
+    return Object.fromEntries(
+      filesUnder(dir)
+        .map((path) => relative(dir, path))
+        .filter((path) => path !== RECORD)
+        .sort()
+        .map((path) => [path, sha256(readFileSync(join(dir, path)))]),
+    )
+  } catch (error) {
+    if (error.code === 'ENOENT') return undefined
+    throw error
+  }
 }
 
 function readRecord(dir) {
@@ -74,48 +84,68 @@ function readRecord(dir) {
   }
 }
 
-/** Whether dist/ holds exactly this build, file for file. */
-function distIsCurrent(outputFiles) {
-  const present = new Set(filesUnder('dist').filter((path) => relative('dist', path) !== RECORD))
-  if (present.size !== outputFiles.length) return false
-  return outputFiles.every((file) => present.has(file.path) && readFileSync(file.path).equals(file.contents))
+const recordOf = (inputs, outputs) => JSON.stringify({ inputs, outputs })
+
+/** The record into a dist/ already current, whole, by a rename; a dist/ swapped meanwhile simply keeps none. */
+function writeRecord(record) {
+  const partial = `dist.record-${process.pid}`
+  try {
+    writeFileSync(partial, record)
+    renameSync(partial, join('dist', RECORD))
+  } catch (error) {
+    rmSync(partial, { force: true })
+    if (error.code !== 'ENOENT') throw error
+  }
 }
 
-/** The build written beside dist/, with its record when the sources did not change meanwhile, then swapped in. */
-function swapIn(outputFiles, inputs, entryPoints) {
+/** The build written beside dist/ with its record, then swapped in. */
+function swapIn(outputFiles, record) {
   const staging = `dist.build-${process.pid}`
   rmSync(staging, { recursive: true, force: true })
-  const distRoot = resolve('dist')
-  for (const file of outputFiles) {
-    const path = join(staging, relative(distRoot, file.path))
-    mkdirSync(dirname(path), { recursive: true })
-    writeFileSync(path, file.contents)
-  }
-  if (inputsHash(entryPoints) === inputs) writeFileSync(join(staging, RECORD), recordOf(staging, inputs))
-  // Another build may swap its own in between our two renames: then ours retires that one and tries again.
-  const retired = []
-  for (let attempt = 0; ; attempt++) {
-    const old = `dist.old-${process.pid}-${attempt}`
-    try {
-      renameSync('dist', old)
-      retired.push(old)
-    } catch (error) {
-      if (error.code !== 'ENOENT') throw error
+  try {
+    const distRoot = resolve('dist')
+    for (const file of outputFiles) {
+      const path = join(staging, relative(distRoot, file.path))
+      mkdirSync(dirname(path), { recursive: true })
+      writeFileSync(path, file.contents)
     }
-    try {
-      renameSync(staging, 'dist')
-      break
-    } catch (error) {
-      if ((error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') || attempt >= 10) throw error
+    writeFileSync(join(staging, RECORD), record)
+    // Another build may swap its own in between our two renames: then ours retires that one and tries again.
+    const retired = []
+    for (let attempt = 0; ; attempt++) {
+      const old = `dist.old-${process.pid}-${attempt}`
+      try {
+        renameSync('dist', old)
+        retired.push(old)
+      } catch (error) {
+        if (error.code !== 'ENOENT') throw error
+      }
+      try {
+        renameSync(staging, 'dist')
+        break
+      } catch (error) {
+        if ((error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') || attempt >= 10) throw error
+      }
     }
+    for (const old of retired) rmSync(old, { recursive: true, force: true })
+  } finally {
+    rmSync(staging, { recursive: true, force: true })
   }
-  for (const old of retired) rmSync(old, { recursive: true, force: true })
 }
 
-const entryPoints = [...SOURCES.flatMap(typescriptFiles), ...EXTRA].sort()
-const inputs = inputsHash(entryPoints)
+const entryPoints = [...SOURCES.flatMap((dir) => filesNamed(dir, isTypeScript)), ...EXTRA].sort()
+const sources = new Map(entryPoints.map((path) => [resolve(path), readFileSync(path)]))
+const settings = [
+  'scripts/build.mjs',
+  'package.json',
+  createRequire(import.meta.url).resolve('esbuild/package.json'),
+  ...['tsconfig.json', 'jsconfig.json'].filter((name) => existsSync(name)),
+  ...[...SOURCES, 'scripts'].flatMap((dir) => filesNamed(dir, isConfig)),
+]
+const inputs = hashOf([...settings.map((path) => [relative('.', path), readFileSync(path)]), ...[...sources].map(([path, bytes]) => [relative('.', path), bytes])])
 
-if (readRecord('dist') !== recordOf('dist', inputs)) {
+const record = readRecord('dist')
+if (record === undefined || record !== recordOf(inputs, contentsOf('dist'))) {
   const { build } = await import('esbuild')
   const { outputFiles } = await build({
     entryPoints,
@@ -126,19 +156,25 @@ if (readRecord('dist') !== recordOf('dist', inputs)) {
     target: 'node20',
     logLevel: 'warning',
     write: false,
+    plugins: [
+      {
+        name: 'hashed-sources',
+        setup(build) {
+          build.onLoad({ filter: /\.ts$/ }, (args) => (sources.has(args.path) ? { contents: sources.get(args.path), loader: 'ts' } : undefined))
+        },
+      },
+    ],
   })
+  const distRoot = resolve('dist')
+  const built = recordOf(inputs, Object.fromEntries(outputFiles.map((file) => [relative(distRoot, file.path), sha256(file.contents)]).sort(([a], [b]) => (a < b ? -1 : 1))))
   // dist/ is left alone when it already holds this build: a server may be running from it (the
   // CLI runs beside servers on PostgreSQL), and such a server loads files from it after start-up
   // (the Markdown worker), so it must never see it change for nothing, or be missing for an
-  // instant. Only its record is written, whole, by a rename.
+  // instant. Only its record is written.
   //
   // Otherwise the build is written beside dist/ and swapped in by renames, so that a server already
   // running from dist/ (or starting from it while another build runs, as parallel test files do)
   // never sees it half written.
-  if (!distIsCurrent(outputFiles)) swapIn(outputFiles, inputs, entryPoints)
-  else if (inputsHash(entryPoints) === inputs) {
-    const partial = join('dist', `${RECORD}.${process.pid}`)
-    writeFileSync(partial, recordOf('dist', inputs))
-    renameSync(partial, join('dist', RECORD))
-  }
+  if (recordOf(inputs, contentsOf('dist')) === built) writeRecord(built)
+  else swapIn(outputFiles, built)
 }

@@ -3,7 +3,7 @@
 // Markdown worker from it after start-up), and a changed source is built and swapped in. Run in
 // copies of the sources, so that no other test's server sees them.
 import { spawnSync } from 'node:child_process'
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -26,9 +26,12 @@ t.test('a build that finds dist/ current writes nothing; a changed source is swa
 
   build()
   const first = { dir: statSync(dist).ino, app: statSync(app) }
+  // Without its record (below), the build compares what it builds with dist/.
+  rmSync(join(dist, '.build-record.json'))
   build()
   t.equal(statSync(dist).ino, first.dir, 'the same dist/ directory: nothing swapped')
   t.equal(statSync(app).ino, first.app.ino, 'and the same files in it')
+  t.ok(existsSync(join(dist, '.build-record.json')), 'only its record written again')
 
   appendFileSync(join(copy, 'src/app.ts'), '\nexport const builtAgain = true\n')
   build()
@@ -37,7 +40,7 @@ t.test('a build that finds dist/ current writes nothing; a changed source is swa
   t.ok(statSync(join(dist, 'scripts/admin.js')).isFile(), 'and every other file of the build')
 })
 
-t.test("a build from the sources dist/ was built from does not load esbuild; any change to either builds again", async (t) => {
+t.test('a build from the sources dist/ was built from does not run esbuild; any change to either builds again', async (t) => {
   const copy = sourcesCopy(t)
   const dist = join(copy, 'dist')
   const app = join(dist, 'src/app.js')
@@ -60,6 +63,15 @@ t.test("a build from the sources dist/ was built from does not load esbuild; any
   buildIn(copy)
   t.notOk(existsSync(join(dist, 'src/added.js')), 'a source removed is gone from dist/')
 
+  writeFileSync(join(dist, 'src/stray.js'), '')
+  t.not(withoutEsbuild().status, 0, 'a file added to dist/: the build runs')
+  buildIn(copy)
+  t.notOk(existsSync(join(dist, 'src/stray.js')), 'and leaves only its own')
+
+  writeFileSync(join(copy, 'src/db/tsconfig.json'), '{ "compilerOptions": { "useDefineForClassFields": false } }\n')
+  t.not(withoutEsbuild().status, 0, 'a tsconfig.json esbuild would read for some sources: the build runs')
+  buildIn(copy)
   writeFileSync(join(copy, 'tsconfig.json'), readFileSync(join(copy, 'tsconfig.json'), 'utf8').replace('{', '{ "_changed": true,'))
   t.not(withoutEsbuild().status, 0, 'the TypeScript settings changed: the build runs')
+  t.same(readdirSync(copy).filter((name) => name.startsWith('dist.')), [], 'no staging directory or partial record left behind')
 })
