@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, relative, resolve } from 'node:path'
+import { basename, dirname, join, relative, resolve } from 'node:path'
 
 const SOURCES = ['src', 'generated']
 const EXTRA = ['scripts/admin.ts', 'scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
@@ -27,14 +27,6 @@ const EXTRA = ['scripts/admin.ts', 'scripts/bench/minimal-server.ts', 'scripts/b
 // sources that changed while it read them.
 const RECORD = '.build-record.json'
 
-function filesNamed(dir, test) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) return filesNamed(path, test)
-    return test(entry.name) ? [path] : []
-  })
-}
-
 const isTypeScript = (name) => name.endsWith('.ts') && !name.endsWith('.d.ts')
 const isConfig = (name) => /^[tj]sconfig.*\.json$/.test(name)
 
@@ -50,6 +42,9 @@ function filesUnder(dir) {
   }
 }
 
+/** The files under `dir` whose names pass `test`, relative to the project. */
+const filesNamed = (dir, test) => filesUnder(dir).filter((path) => test(basename(path))).map((path) => relative('.', path))
+
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex')
 
 /** The hash of named contents, each framed by its name's and its own length. */
@@ -59,16 +54,12 @@ function hashOf(named) {
   return hash.digest('hex')
 }
 
-/** What a build directory holds but its record, by path: each file's hash; undefined if it changed while read. */
-function contentsOf(dir) {
+/** A build directory's files but its record, as [path in it, contents]; undefined if it changed while read. */
+function filesIn(dir) {
   try {
-    return Object.fromEntries(
-      filesUnder(dir)
-        .map((path) => relative(dir, path))
-        .filter((path) => path !== RECORD)
-        .sort()
-        .map((path) => [path, sha256(readFileSync(join(dir, path)))]),
-    )
+    return filesUnder(dir)
+      .filter((path) => relative(dir, path) !== RECORD)
+      .map((path) => [relative(dir, path), readFileSync(path)])
   } catch (error) {
     if (error.code === 'ENOENT') return undefined
     throw error
@@ -84,7 +75,11 @@ function readRecord(dir) {
   }
 }
 
-const recordOf = (inputs, outputs) => JSON.stringify({ inputs, outputs })
+/** The record of a build from `inputs` that holds `files` ([path, contents]): each file's hash, by path. */
+function recordOf(inputs, files) {
+  const outputs = files && Object.fromEntries(files.map(([path, bytes]) => [path, sha256(bytes)]).sort(([a], [b]) => (a < b ? -1 : 1)))
+  return JSON.stringify({ inputs, outputs })
+}
 
 /** The record into a dist/ already current, whole, by a rename; a dist/ swapped meanwhile simply keeps none. */
 function writeRecord(record) {
@@ -142,10 +137,10 @@ const settings = [
   ...['tsconfig.json', 'jsconfig.json'].filter((name) => existsSync(name)),
   ...[...SOURCES, 'scripts'].flatMap((dir) => filesNamed(dir, isConfig)),
 ]
-const inputs = hashOf([...settings.map((path) => [relative('.', path), readFileSync(path)]), ...[...sources].map(([path, bytes]) => [relative('.', path), bytes])])
+const inputs = hashOf([...settings.map((path) => [relative('.', path), readFileSync(path)]), ...entryPoints.map((path) => [path, sources.get(resolve(path))])])
 
-const record = readRecord('dist')
-if (record === undefined || record !== recordOf(inputs, contentsOf('dist'))) {
+const present = recordOf(inputs, filesIn('dist'))
+if (readRecord('dist') !== present) {
   const { build } = await import('esbuild')
   const { outputFiles } = await build({
     entryPoints,
@@ -166,7 +161,7 @@ if (record === undefined || record !== recordOf(inputs, contentsOf('dist'))) {
     ],
   })
   const distRoot = resolve('dist')
-  const built = recordOf(inputs, Object.fromEntries(outputFiles.map((file) => [relative(distRoot, file.path), sha256(file.contents)]).sort(([a], [b]) => (a < b ? -1 : 1))))
+  const built = recordOf(inputs, outputFiles.map((file) => [relative(distRoot, file.path), file.contents]))
   // dist/ is left alone when it already holds this build: a server may be running from it (the
   // CLI runs beside servers on PostgreSQL), and such a server loads files from it after start-up
   // (the Markdown worker), so it must never see it change for nothing, or be missing for an
@@ -175,6 +170,6 @@ if (record === undefined || record !== recordOf(inputs, contentsOf('dist'))) {
   // Otherwise the build is written beside dist/ and swapped in by renames, so that a server already
   // running from dist/ (or starting from it while another build runs, as parallel test files do)
   // never sees it half written.
-  if (recordOf(inputs, contentsOf('dist')) === built) writeRecord(built)
+  if (present === built) writeRecord(built)
   else swapIn(outputFiles, built)
 }
