@@ -2155,7 +2155,7 @@ export interface components {
                 "text/html": components["schemas"]["HtmlPage"];
             };
         };
-        /** @description A page saying there is no open beta at this address; a path segment longer than any id is refused by the router with a problem instead. */
+        /** @description A page saying there is no open beta at this address, whatever the length of the path. */
         TesterPortalSignupNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2169,7 +2169,6 @@ export interface components {
             };
             content: {
                 "text/html": components["schemas"]["HtmlPage"];
-                "application/problem+json": components["schemas"]["Problem"];
             };
         };
         /** @description `unsupported_media_type`: the body is not `application/x-www-form-urlencoded`. */

@@ -2,7 +2,7 @@
 // call it alike.
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import type { IncomingMessage } from 'node:http'
+import { maxHeaderSize, type IncomingMessage } from 'node:http'
 import swagger from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify'
@@ -61,9 +61,11 @@ declare module 'fastify' {
 const CREDENTIAL_PAGES = new Set(['getBetaJoinPage', 'answerBetaInvitation', 'submitBetaFeedback'])
 
 /**
- * The router refuses a path segment over maxParamLength (longer than any id, so an id of the
- * wrong shape: 404), and a URL it cannot decode, which routableUrl (validation.ts) leaves it none
- * of: such a path is routed as its text and refused after the guard.
+ * The router refuses a URL it cannot decode, which routableUrl (validation.ts) leaves it none of:
+ * such a path is routed as its text and refused after the guard. It would refuse a path segment
+ * over maxParamLength too, before any hook; that is set to Node's header limit, which the request
+ * line is held to, so over HTTP it never does (only app.inject() can send a longer one), and an
+ * id of any length and the wrong shape is its operation's 404, after the guard's 401 and 403.
  */
 function routerProblem(error: FastifyError): ApiError {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return new ApiError('not_found', 'No such resource.')
@@ -141,7 +143,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // Fastify's own 503 while closing is plain JSON without our headers; requests that reach us
     // while draining are served, since the pool closes only after the server has.
     return503OnClosing: false,
-    routerOptions: { maxParamLength: 200 },
+    routerOptions: { maxParamLength: maxHeaderSize },
     // A path that does not decode is routed as its text, and refused after the guard (validation.ts).
     rewriteUrl: routableUrl,
     // Errors found before routing (a URL that cannot be decoded) skip the hooks: set the id here.

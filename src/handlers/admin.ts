@@ -73,17 +73,11 @@ export const adminUpdateProject: Handler<'adminUpdateProject'> = async ({ params
 }
 
 export const adminListApiKeys: Handler<'adminListApiKeys'> = async ({ params, query }, { repos }) => {
+  // A cursor of one project's keys means nothing in another's list; a query the list cannot use
+  // is a 400 before an unknown project is a 404 (the contract's order of checks).
+  const scope = `api-keys:${params.id}`
+  const request = pageRequest(query, 25, scope)
   const projectId = requireProjectId(params.id)
-  // A cursor of one project's keys means nothing in another's list.
-  const scope = `api-keys:${projectId}`
-  let request
-  try {
-    request = pageRequest(query, 25, scope)
-  } catch (error) {
-    // An unknown project is a 404 whatever the query holds, as for every other id.
-    if (!(await repos.projects.get(projectId))) throw notFound('project')
-    throw error
-  }
   const rows = await repos.projects.listKeys(projectId, { ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('project')
   return { status: 200, body: page(rows, request, scope, keySortKey, apiKeyRecord) }

@@ -8,7 +8,7 @@ import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
-import { page, pageRequest, pageRequestUnder, type PageQuery, type PageRequest } from './pagination.js'
+import { page, pageRequest, type PageQuery, type PageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function programRecord(row: ProgramRow): Schemas['BetaProgram'] {
@@ -36,10 +36,6 @@ export function programId(id: string): string {
 
 
 const programSortKey = (row: ProgramRow) => ({ at: row.created_at, id: row.id })
-
-/** The page a list under a program (its testers, its feedback) asks for: see pageRequestUnder. */
-export const programPageRequest = (repos: Repos, project: ProjectScope, program: string, query: PageQuery, scope: string): Promise<PageRequest> =>
-  pageRequestUnder(query, 25, scope, async () => (await repos.programs.get(project, program)) !== undefined, () => notFound('beta program'))
 
 // The schema's `date-time` format has checked the value, its zone and its year (validation.ts).
 const deadline = (value: string | null) => (value === null ? null : new Date(value.toUpperCase()))

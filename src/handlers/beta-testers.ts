@@ -6,9 +6,9 @@ import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
-import { programId, programPageRequest } from './beta-programs.js'
+import { programId } from './beta-programs.js'
 import { joinPath, publicLink } from '../portal/links.js'
-import { page } from './pagination.js'
+import { page, pageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 /** The record; `join_url` only when the public address is configured (PUBLIC_BASE_URL). */
@@ -57,9 +57,9 @@ export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, bo
 const testerSortKey = (row: TesterRow) => ({ at: row.invited_at, id: row.id })
 
 export const listBetaTesters = readByKey<'listBetaTesters'>(async ({ params, query, project }, { repos, config }) => {
+  const scope = `testers:${params.program_id}:${query.status ?? '*'}`
+  const request = pageRequest(query, 25, scope)
   const program = programId(params.program_id)
-  const scope = `testers:${program}:${query.status ?? '*'}`
-  const request = await programPageRequest(repos, project, program, query, scope)
   const rows = await repos.testers.list(project, program, { status: query.status, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, testerSortKey, (row) => testerRecord(row, config.publicBaseUrl)) }

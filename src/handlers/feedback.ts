@@ -2,8 +2,8 @@ import type { FeedbackRow } from '../db/repos/feedback.js'
 import { isId } from '../domain/ids.js'
 import { notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
-import { programId, programPageRequest } from './beta-programs.js'
-import { page } from './pagination.js'
+import { programId } from './beta-programs.js'
+import { page, pageRequest } from './pagination.js'
 import { iso, type Schemas } from './records.js'
 
 export function feedbackRecord(row: FeedbackRow): Schemas['BetaFeedback'] {
@@ -20,9 +20,9 @@ export function feedbackRecord(row: FeedbackRow): Schemas['BetaFeedback'] {
 const feedbackSortKey = (row: FeedbackRow) => ({ at: row.created_at, id: row.id })
 
 export const listBetaFeedback = readByKey<'listBetaFeedback'>(async ({ params, query, project }, { repos }) => {
+  const scope = `feedback:${params.program_id}:${query.tester_id ?? '*'}`
+  const request = pageRequest(query, 25, scope)
   const program = programId(params.program_id)
-  const scope = `feedback:${program}:${query.tester_id ?? '*'}`
-  const request = await programPageRequest(repos, project, program, query, scope)
   const rows = await repos.feedback.list(project, program, { testerId: query.tester_id, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('beta program')
   return { status: 200, body: page(rows, request, scope, feedbackSortKey, feedbackRecord) }

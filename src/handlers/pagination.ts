@@ -1,7 +1,7 @@
 // Lists page by `offset` (the contract) or by `cursor` (ext, keyset): both give a
 // `pagination` object with `next_cursor`, so a client can switch to cursors at any page.
 import { decodeCursor, encodeCursor, MAX_OFFSET } from '../domain/cursor.js'
-import { invalidField, type ApiError } from '../http/errors.js'
+import { invalidField } from '../http/errors.js'
 
 /** A row's place in its list's order: the list's timestamp column, then the id. */
 export interface SortKey {
@@ -25,7 +25,10 @@ export interface PageQuery {
 
 /**
  * The page a list request asks for. `scope` names the list and its filters: a cursor is valid
- * only for the scope it was issued in.
+ * only for the scope it was issued in. A list under a parent (a program's testers, an
+ * endpoint's deliveries, a project's keys) asks before it looks at the parent's id: a query it
+ * cannot use is a 400 even when the parent does not exist, as the contract's order of checks
+ * (400, then 404) has it.
  */
 export function pageRequest(query: PageQuery, defaultLimit: number, scope: string): PageRequest {
   const limit = query.limit ?? defaultLimit
@@ -41,20 +44,6 @@ export function pageRequest(query: PageQuery, defaultLimit: number, scope: strin
     throw invalidField('query', '/cursor', `is out of bounds: a page may not end more than ${MAX_OFFSET} rows into a list`)
   }
   return { limit, offset: position.offset, after: { at: position.at, id: position.id } }
-}
-
-/**
- * The page a list under a parent (a program's testers, an endpoint's deliveries) asks for. A
- * query the list cannot use is a 400, unless the parent does not exist: that is a 404 whatever
- * the query holds, as for every other id.
- */
-export async function pageRequestUnder(query: PageQuery, defaultLimit: number, scope: string, parentExists: () => Promise<boolean>, missing: () => ApiError): Promise<PageRequest> {
-  try {
-    return pageRequest(query, defaultLimit, scope)
-  } catch (error) {
-    if (!(await parentExists())) throw missing()
-    throw error
-  }
 }
 
 /** One page from `limit + 1` rows: the extra row only says that there is more. */

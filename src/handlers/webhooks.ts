@@ -10,7 +10,7 @@ import { holdsSecret, type SecretSource } from '../http/idempotency.js'
 import type { Handler } from '../http/types.js'
 import { endpointUrlRefusal } from '../webhooks/endpoint-url.js'
 import { subscription } from '../webhooks/event-types.js'
-import { page, pageRequest, pageRequestUnder } from './pagination.js'
+import { page, pageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 /** The record: never the secret (shown only by create and rotate-secret). */
@@ -158,10 +158,9 @@ export const testWebhookEndpoint: Handler<'testWebhookEndpoint'> = async ({ para
 }
 
 export const listWebhookDeliveries = readByKey<'listWebhookDeliveries'>(async ({ params, query, project }, { repos }) => {
+  const scope = `deliveries:${params.endpoint_id}:${query.status ?? '*'}`
+  const request = pageRequest(query, 25, scope)
   const endpoint = endpointId(params.endpoint_id)
-  const scope = `deliveries:${endpoint}:${query.status ?? '*'}`
-  const exists = async () => (await repos.webhooks.get(project, endpoint)) !== undefined
-  const request = await pageRequestUnder(query, 25, scope, exists, () => notFound('webhook endpoint'))
   const rows = await repos.webhooks.deliveries(project, endpoint, { status: query.status, ...request, limit: request.limit + 1 })
   if (!rows) throw notFound('webhook endpoint')
   return { status: 200, body: page(rows, request, scope, createdSortKey, deliveryRecord) }

@@ -91,7 +91,7 @@ t.test('unknown or malformed project and key ids are 404', async (t) => {
   for (const id of ['prj_000000000000000000000', 'nope', 'key_000000000000000000000']) {
     const res = await call(t, app, { url: `/admin/v1/projects/${id}/api-keys`, headers: admin })
     t.same([res.status, res.json.code], [404, 'not_found'], `list ${id}`)
-    t.equal((await call(t, app, { url: `/admin/v1/projects/${id}/api-keys?cursor=nope`, headers: admin })).status, 404, 'a 404 whatever the query')
+    t.equal((await call(t, app, { url: `/admin/v1/projects/${id}/api-keys?cursor=nope`, headers: admin })).status, 400, 'a query the list cannot use is a 400 first')
     t.equal((await call(t, app, { method: 'POST', url: `/admin/v1/projects/${id}/api-keys`, headers: admin, body: { name: 'x' } })).status, 404, `issue ${id}`)
   }
   const [key] = (await p.keys()).json.data

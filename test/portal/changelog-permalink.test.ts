@@ -120,6 +120,7 @@ t.test('drafts, scheduled, deleted and unpublished entries, other projects’ en
     'an entry id of another prefix': permalink(project.id, `bp_${published.id.slice(3)}`),
     'a short entry id': permalink(project.id, 'ch_short'),
     'a project id of another shape': permalink('nope', published.id),
+    'a segment longer than any id': permalink(project.id, 'x'.repeat(300)),
     'with a locale': `${permalink(project.id, draft.id)}?locale=fr`,
   }
   let body: string | undefined
@@ -134,5 +135,4 @@ t.test('drafts, scheduled, deleted and unpublished entries, other projects’ en
     t.equal(res.raw, body, `${what}: the same page as every other 404`)
   }
   t.equal((await load(t, permalink(project.id, published.id))).status, 200, 'the published one opens')
-  t.equal((await load(t, `/portal/${project.id}/changelog/${'x'.repeat(300)}`)).status, 404, 'a segment longer than any id is the router’s 404 problem')
 })
