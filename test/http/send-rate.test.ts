@@ -47,6 +47,28 @@ t.test('a body comes out whole, in slices that never split a character', async (
   t.equal(Buffer.concat(slices).toString(), `{${body}}`, 'the same text: no slice holds half a character')
 })
 
+t.test('a body read as fast as it is made still lets the event loop turn after every slice', async (t) => {
+  // A reader that takes every slice at once (a fast client, the kernel's buffers not yet full)
+  // pulled the whole body in one go: a feed of twenty 600 KB entries held every other request
+  // for over 300 ms (found by an outside review; contract §11 allows 100). Counted, not timed:
+  // a chain of setImmediate callbacks runs between any two slices.
+  const stream = sendWatch().stream(Array.from({ length: 20 }, () => 'x'.repeat(100_000)), connection().socket)
+  let turns = 0
+  let ended = false
+  const turn = () => {
+    turns++
+    if (!ended) setImmediate(turn)
+  }
+  setImmediate(turn)
+  const seen: number[] = []
+  stream.on('data', () => seen.push(turns))
+  await new Promise((resolve) => stream.on('end', resolve))
+  ended = true
+  t.ok(seen.length > 100, `in slices (${seen.length})`)
+  const together = seen.filter((at, i) => i > 0 && at === seen[i - 1]).length
+  t.equal(together, 0, 'no two slices without a turn of the event loop between them')
+})
+
 t.test(`a body must move ${MIN_SEND_RATE / 1024} KiB a second over each window of ${SEND_WINDOW_MS / 1000} s, judged from its second check`, async (t) => {
   const slow: string[] = []
   const watch = sendWatch({ minBytes: 200_000, onSlow: () => slow.push('closed') })
