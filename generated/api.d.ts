@@ -2546,7 +2546,8 @@ export interface components {
         /**
          * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
          *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-         *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+         *     the same program for testers; `locale` may change). The changelog's cursors hold their
+         *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
          *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
          *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
          *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -2567,7 +2568,9 @@ export interface components {
         LocaleQuery: components["schemas"]["Locale"];
         /**
          * @description (ext) Which entries to list, each list in its own order (see the operation):
-         *     `published` (the default), `scheduled`, `draft` or `all`. Any other value is `400`.
+         *     `published`, `scheduled`, `draft` or `all`. Any other value is `400`. Left out, it is
+         *     `published`, or, with a `cursor`, the status of the list that gave the cursor (a cursor
+         *     holds its status).
          */
         ChangelogStatusFilter: "published" | "scheduled" | "draft" | "all";
         /**
@@ -2674,7 +2677,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -2929,7 +2933,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -3212,7 +3217,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -3308,7 +3314,9 @@ export interface operations {
             query?: {
                 /**
                  * @description (ext) Which entries to list, each list in its own order (see the operation):
-                 *     `published` (the default), `scheduled`, `draft` or `all`. Any other value is `400`.
+                 *     `published`, `scheduled`, `draft` or `all`. Any other value is `400`. Left out, it is
+                 *     `published`, or, with a `cursor`, the status of the list that gave the cursor (a cursor
+                 *     holds its status).
                  */
                 status?: components["parameters"]["ChangelogStatusFilter"];
                 /**
@@ -3331,7 +3339,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -3587,7 +3596,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -3952,7 +3962,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -4114,7 +4125,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -4210,7 +4222,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400
@@ -4369,7 +4382,8 @@ export interface operations {
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
                  *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The page starts right after the row the previous page
+                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
+                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
                  *     did not issue, or sent with different filters or together with `offset`, is a 400

@@ -2079,8 +2079,7 @@ export const routes: RouteSpec[] = [
               "scheduled",
               "draft",
               "all"
-            ],
-            "default": "published"
+            ]
           },
           "label": {
             "type": "string",

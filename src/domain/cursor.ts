@@ -31,6 +31,20 @@ export function encodeCursor(scope: string, position: Position): string {
   return Buffer.from(JSON.stringify([VERSION, scope, position.at.getTime(), position.id, position.offset])).toString('base64url')
 }
 
+/**
+ * The scope a cursor says it was issued in, unchecked (decodeCursor checks the whole cursor
+ * against the scope the list then works out); undefined when it is no cursor of ours. A list
+ * whose cursors hold filters (the changelog's status and label) reads them from here.
+ */
+export function scopeOfCursor(cursor: string): string | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+    return Array.isArray(value) && value[0] === VERSION && typeof value[1] === 'string' ? value[1] : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The position a cursor of `scope` names; undefined for anything else (malformed, or another list's). */
 export function decodeCursor(scope: string, cursor: string): Position | undefined {
   let value: unknown

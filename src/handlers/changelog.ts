@@ -1,6 +1,7 @@
 import { LIST_ORDER_COLUMN, type EntryPatch, type EntryView, type ListStatus } from '../db/repos/changelog.js'
+import { scopeOfCursor } from '../domain/cursor.js'
 import { isId } from '../domain/ids.js'
-import { normalizeLabel, normalizeLabels } from '../domain/labels.js'
+import { MAX_LABEL_LENGTH, normalizeLabel, normalizeLabels } from '../domain/labels.js'
 import { canonicalLocale, sameLocale } from '../domain/locale.js'
 import { checkPublishingInput, decidePublishing, type PublishedAt, type PublishingDecision } from '../domain/publishing.js'
 import { ifMatch, preconditionFailed } from '../http/conditional.js'
@@ -50,10 +51,33 @@ const changelogScope = (status: ListStatus, label: string | undefined) =>
 /** An entry's place in its list: the list's column (never null in a list that orders by it), then the id. */
 const entrySortKey = (status: ListStatus) => (entry: EntryView) => ({ at: entry[LIST_ORDER_COLUMN[status]]!, id: entry.id })
 
+/**
+ * The filters a cursor was issued with (contract §8: "a cursor holds its status"), for those a
+ * request with it leaves out: `?cursor=` alone goes on with the list, status and label, that gave
+ * it. Filters that are sent must be the cursor's (decodeCursor compares the scope: a 400
+ * otherwise). A label is taken only as the list would have stored it.
+ */
+function heldFilters(cursor: string | undefined): { status?: ListStatus; label?: string | null } {
+  const scope = cursor === undefined ? undefined : scopeOfCursor(cursor)
+  if (scope === 'changelog') return { status: 'published', label: null }
+  const [, status, label] = /^changelog:(published|scheduled|draft|all):(.*)$/s.exec(scope ?? '') ?? []
+  if (status === undefined) return {}
+  let held: unknown
+  try {
+    held = JSON.parse(label!)
+  } catch {
+    return {}
+  }
+  const isLabel = (value: unknown) => typeof value === 'string' && value !== '' && [...value].length <= MAX_LABEL_LENGTH && labelQuery(value) === value
+  if (held !== null && !isLabel(held)) return {}
+  return { status: status as ListStatus, label: held as string | null }
+}
+
 export const listChangelogEntries = readByKey<'listChangelogEntries'>(async (request, { repos }) => {
   const { project, query } = request
-  const status = query.status ?? 'published'
-  const label = labelQuery(query.label)
+  const held = heldFilters(query.cursor)
+  const status = query.status ?? held.status ?? 'published'
+  const label = query.label !== undefined ? labelQuery(query.label) : (held.label ?? undefined)
   const scope = changelogScope(status, label)
   const page = pageRequest(query, 20, scope)
   const { entries, hasMore } = await repos.changelog.list(project, { status, label, locale: query.locale, ...page }, (bytes) => request.holdAnswer(bytes))
