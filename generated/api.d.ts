@@ -1796,10 +1796,11 @@ export interface components {
             /**
              * @description The time of the key's latest accepted request (any answer but `401`, a `403` or
              *     `429` included), to within about a minute. Each server instance notes it in memory,
-             *     off the request's path, and writes what it noted every 10 seconds; a key's row is
-             *     written at most once a minute, whichever instance writes it. So while the key is in
-             *     use the value may trail its latest request by a minute or a little more, and once
-             *     requests stop it settles on the exact time of the last one (within three minutes;
+             *     off the request's path, and writes what it noted every second; a key's row is
+             *     written at most once a minute, whichever instance writes it. So a first use shows
+             *     within about a second, while the key is in use the value may trail its latest request
+             *     by a minute and up to two seconds (more while several instances share its use), and once
+             *     requests stop it settles on the exact time of the last one (within about two minutes;
              *     a use that an instance had not written when it stopped is written by the next
              *     instance running or started). It is always the time of a real request of the key. `null` until the key is first
              *     used.
