@@ -620,10 +620,15 @@ function plansFor(route: RouteSpec, fixture: Fixture, others: string[], key: str
           query: serializeQuery(query),
           body: jsonBody(body),
           headers: jsonHeaders,
-          // 400 before 404: with a body, a rule the schema cannot express may answer first.
-          expect: bad.decodable
-            ? hasBody ? { statuses: [400, 404], codes: ['validation_failed', 'not_found'] } : { statuses: [404], codes: ['not_found'] }
-            : { statuses: [400, 404], codes: ['validation_failed', 'not_found'] },
+          // 400 before 404: with a body, a rule the schema cannot express may answer first; a
+          // list's cursor names the list it belongs to, so under a bad parent id it is no cursor
+          // of that list, a 400 whatever else holds.
+          expect:
+            (query as Record<string, unknown>).cursor !== undefined
+              ? { statuses: [400], codes: ['validation_failed'] }
+              : bad.decodable
+                ? hasBody ? { statuses: [400, 404], codes: ['validation_failed', 'not_found'] } : { statuses: [404], codes: ['not_found'] }
+                : { statuses: [400, 404], codes: ['validation_failed', 'not_found'] },
         }),
       ),
     })
