@@ -2473,6 +2473,94 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `validation_failed` (body, query or path fails the schema) or `invalid_json`. At a public feed, with the feed's `Access-Control-Allow-Origin` and `Content-Security-Policy`, as on every answer there. */
+        FeedBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `not_found`: no such resource in this project (ids of other projects included). At a public feed, with the feed's `Access-Control-Allow-Origin` and `Content-Security-Policy`, as on every answer there. */
+        FeedNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `rate_limited`: more requests a minute with this API key than the limit (1200 by default),
+         *     or a request that would be `401` from a client address past its budget of failed
+         *     authentications (60 a minute by default). Wait `Retry-After` seconds. Every response
+         *     to an authenticated operation carries the `RateLimit-Limit`, `RateLimit-Remaining` and
+         *     `RateLimit-Reset` headers of the key's budget; a `429` for failed authentications
+         *     carries none, only `Retry-After`.
+         *     At a public feed, with the feed's `Access-Control-Allow-Origin` and `Content-Security-Policy`,
+         *     as on every answer there.
+         */
+        FeedTooManyRequests: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
+                /** @description Seconds until the budget renews. */
+                "Retry-After"?: number;
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `internal_error` (or `not_implemented` with 501 for an operation not built yet); the `request_id` is in the server log too. At a public feed, with the feed's `Access-Control-Allow-Origin` and `Content-Security-Policy`, as on every answer there. */
+        FeedInternalError: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `unavailable`: the database does not answer, or the instance cannot take this request now (too many large answers being sent, or too many of the project's changelog bodies waiting to be rendered); retry after the `Retry-After` seconds. At a public feed, with the feed's `Access-Control-Allow-Origin` and `Content-Security-Policy`, as on every answer there. */
+        FeedUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `limit_exceeded` (the project has 10 endpoints already) or `idempotency_in_progress`. */
         EndpointLimitConflict: {
             headers: {
@@ -5150,11 +5238,11 @@ export interface operations {
                 };
             };
             304: components["responses"]["PublicNotModified"];
-            400: components["responses"]["BadRequest"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            400: components["responses"]["FeedBadRequest"];
+            404: components["responses"]["FeedNotFound"];
+            429: components["responses"]["FeedTooManyRequests"];
+            500: components["responses"]["FeedInternalError"];
+            503: components["responses"]["FeedUnavailable"];
         };
     };
     getPortalChangelogJsonFeed: {
@@ -5209,11 +5297,11 @@ export interface operations {
                 };
             };
             304: components["responses"]["PublicNotModified"];
-            400: components["responses"]["BadRequest"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            400: components["responses"]["FeedBadRequest"];
+            404: components["responses"]["FeedNotFound"];
+            429: components["responses"]["FeedTooManyRequests"];
+            500: components["responses"]["FeedInternalError"];
+            503: components["responses"]["FeedUnavailable"];
         };
     };
     betaTesterEnrolledWebhook: {

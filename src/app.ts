@@ -10,6 +10,7 @@ import type { Config } from './config.js'
 import type { DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
 import { handlers } from './handlers/index.js'
+import { FEED_HEADERS } from './handlers/portal-changelog.js'
 import { ApiError, invalidField, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
@@ -57,8 +58,14 @@ declare module 'fastify' {
   }
 }
 
-/** The portal's operations whose URL or form holds a tester's token (PAGE_HEADERS sets noindex on their pages). */
-const CREDENTIAL_PAGES = new Set(['getBetaJoinPage', 'answerBetaInvitation', 'submitBetaFeedback'])
+/**
+ * The tester pages' paths (the join page and its answers, the feedback form, a program's signup):
+ * their URLs, forms and answers hold a tester's token or email, so every answer there is noindex
+ * (contract §13), a refusal the router makes (405) or a problem (400, 429) included.
+ */
+const TESTER_PAGES = /^\/(?:beta\/(?:join|feedback)|portal\/[^/]+\/beta\/[^/]+)\/?$/
+/** The public feeds' paths: every answer there carries FEED_HEADERS, a 404 or 429 included, so that a browser client can read it. */
+const FEEDS = /^\/portal\/[^/]+\/changelog\.(?:atom|json)$/
 
 /**
  * The router refuses a URL it cannot decode, which routableUrl (validation.ts) leaves it none of:
@@ -227,9 +234,9 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     if (draining) reply.header('connection', 'close')
     reply.header('x-request-id', request.id)
     reply.headers(NOSNIFF)
-    // The join page, its answers and the feedback form hold a credential in their URL or form:
-    // every answer to them is noindex (contract §13), a refusal (400 problem+json) included.
-    if (CREDENTIAL_PAGES.has(request.routeOptions.config.route?.operationId ?? '')) reply.header('x-robots-tag', 'noindex')
+    const path = request.url.split('?', 1)[0]!
+    if (TESTER_PAGES.test(path)) reply.header('x-robots-tag', 'noindex')
+    else if (FEEDS.test(path)) reply.headers(FEED_HEADERS)
     if (request.routeOptions.url === `${DOCS}/` && reply.statusCode === 200 && typeof payload === 'string') reply.header('content-security-policy', docsPolicy(payload))
   })
   app.addHook('onRequestAbort', logClientGone)

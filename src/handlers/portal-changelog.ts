@@ -28,7 +28,7 @@ const noFeed = () => new ApiError('not_found', 'No changelog here: the project d
  * A feed's readers may be web pages on any origin (contract §7); it holds only published
  * entries. Opened in a browser tab, it must run and load nothing, whatever an entry holds.
  */
-const FEED_HEADERS = { 'access-control-allow-origin': '*', 'content-security-policy': "default-src 'none'" }
+export const FEED_HEADERS = { 'access-control-allow-origin': '*', 'content-security-policy': "default-src 'none'" }
 
 /**
  * HTML read per statement. Stored HTML can reach a megabyte an entry (MAX_HTML_LENGTH), and

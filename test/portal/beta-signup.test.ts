@@ -107,3 +107,20 @@ t.test('signups are limited per client address', async (t) => {
   t.same(statuses, [...Array(10).fill(201), 429])
   t.equal((await call(t, app, { url })).status, 200, 'reading the page has its own, larger budget')
 })
+
+t.test('every answer at a tester page is noindex: a refused form, a 405 and a 404 too', async (t) => {
+  // Found by an outside review: a 405 at the join page and the signup form's 400 problem had no
+  // X-Robots-Tag, though their URLs and forms hold a token or an email.
+  const app = await ownApp()
+  const { project, url: signup } = await openProgram(t, app)
+  for (const [what, request] of [
+    ['the join page, a method it does not allow', { method: 'PUT' as const, url: '/beta/join?token=x' }],
+    ['the feedback form, a method it does not allow', { method: 'DELETE' as const, url: '/beta/feedback' }],
+    ['the signup page, a query it does not take', { url: `${signup}?foo=1` }],
+    ['a signup page of no program', { url: `/portal/${project.id}/beta/no-such-program` }],
+  ] as const) {
+    const res = await call(t, app, request)
+    t.ok(res.status >= 400, `${what}: ${res.status}`)
+    t.equal(res.headers['x-robots-tag'], 'noindex', `${what}: noindex`)
+  }
+})

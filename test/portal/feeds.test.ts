@@ -331,3 +331,22 @@ t.test('If-Modified-Since alone sees every write that takes an entry out of a fe
   await api('DELETE', `/v1/changelog/${draft}`)
   t.equal((await load(t, `/portal/${id}/changelog.atom`, { 'if-modified-since': new Date(Date.now() - 1_800_000).toUTCString() })).status, 304, 'a draft is not shown')
 })
+
+t.test('every answer at a feed carries the feed headers: a 404, a 400 and a 405 too', async (t) => {
+  // A browser client on another origin reads a feed's refusal only with Access-Control-Allow-Origin
+  // (found by an outside review: the 404 and 429 problems had neither header).
+  const app = await testApp()
+  const { id } = await createProject()
+  for (const feed of ['changelog.atom', 'changelog.json']) {
+    for (const [what, request, status] of [
+      ['an unknown project', { url: `/portal/prj_AAAAAAAAAAAAAAAAAAAAA/${feed}` }, 404],
+      ['a query the feed does not take', { url: `/portal/${id}/${feed}?foo=1` }, 400],
+      ['a method it does not allow', { method: 'DELETE' as const, url: `/portal/${id}/${feed}` }, 405],
+    ] as const) {
+      const res = await call(t, app, request)
+      t.equal(res.status, status, `${feed}, ${what}: ${status}`)
+      t.equal(res.headers['access-control-allow-origin'], '*', `${feed}, ${what}: readable from any origin`)
+      t.equal(res.headers['content-security-policy'], "default-src 'none'", `${feed}, ${what}: runs nothing`)
+    }
+  }
+})
