@@ -34,8 +34,10 @@ export interface EntryPageSource {
   baseUrl: string | undefined
 }
 
-// Readable from 320 CSS pixels up (WCAG 1.4.10): long words, URLs and code in a body wrap or
-// scroll within their own box instead of widening the page.
+// Readable from 320 CSS pixels up (WCAG 1.4.10): long words, URLs, code blocks and tables in a
+// body wrap to fit instead of widening the page. They do not scroll within a box of their own:
+// a scrolling box with nothing in it to focus is out of reach of the keyboard (axe-core's
+// scrollable-region-focusable), and the stored HTML has no tabindex to give it.
 const STYLE = `
   :root { color-scheme: light dark; background: Canvas; color: CanvasText; font-family: system-ui, sans-serif; line-height: 1.5; }
   body { max-width: 42rem; margin: 0 auto; padding: 1rem; overflow-wrap: anywhere; }
@@ -45,7 +47,9 @@ const STYLE = `
   .meta { margin: 0 0 0.75rem; font-size: 0.95rem; }
   .label { display: inline-block; padding: 0 0.5rem; margin-right: 0.25rem; border: 1px solid currentColor; border-radius: 1rem; font-size: 0.85rem; }
   .body img { max-width: 100%; height: auto; }
-  .body pre, .body table { display: block; max-width: 100%; overflow-x: auto; }
+  .body pre { white-space: pre-wrap; }
+  .body table { width: 100%; table-layout: fixed; border-collapse: collapse; }
+  .body th, .body td { padding: 0.25rem; text-align: start; vertical-align: top; border: 1px solid color-mix(in srgb, currentColor 25%, transparent); }
   nav.pages { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 1rem; padding: 1rem 0; }
 ${LINK_COLOURS}`
 
