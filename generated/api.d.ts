@@ -1796,13 +1796,13 @@ export interface components {
             /**
              * @description The time of the key's latest accepted request (any answer but `401`, a `403` or
              *     `429` included), to within about a minute. Each server instance notes it in memory,
-             *     off the request's path, and writes what it noted every second; a key's row is
-             *     written at most once a minute, whichever instance writes it. So a first use shows
-             *     within about a second, while the key is in use the value may trail its latest request
-             *     by a minute and up to two seconds (more while several instances share its use), and once
-             *     requests stop it settles on the exact time of the last one (within about two minutes;
-             *     a use that an instance had not written when it stopped is written by the next
-             *     instance running or started). It is always the time of a real request of the key. `null` until the key is first
+             *     off the request's path; a key's row is written at most once a minute, whichever
+             *     instance writes it: a first use at once (within a tenth of a second), a later one as
+             *     soon as the row's minute is over. So while the key is in use the value trails its
+             *     latest request by a minute and the time a statement takes, and once requests stop it
+             *     settles on the exact time of the last one (within about a minute; within two when an
+             *     instance stopped before it could write that use, which the next instance running or
+             *     started then writes). It is always the time of a real request of the key. `null` until the key is first
              *     used.
              */
             last_used_at: components["schemas"]["Timestamp"] | null;

@@ -23,7 +23,7 @@ import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, 
 import { registerIdempotency } from './http/idempotency.js'
 import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
 import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
-import { makeKeyUsage, type KeyUsage } from './http/key-usage.js'
+import { makeKeyUsage, type KeyUsage, type Schedule } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
@@ -87,8 +87,8 @@ export interface BuildOptions {
   now?: () => number
   /** Replaces the Markdown renderer, for tests that watch it. */
   markdown?: MarkdownRenderer
-  /** How often last_used_at is written (http/key-usage.ts), and for how many keys at most; tests also call app.keyUsage.flush(). */
-  keyUsage?: { intervalMs?: number; maxKeys?: number }
+  /** When last_used_at is written (http/key-usage.ts; `byHand`: only when app.keyUsage.flush() is called), and for how many keys at most. */
+  keyUsage?: { schedule?: Schedule; maxKeys?: number }
   /** Replaces some operations' handlers, for tests of what the routes and the guard do around a handler. */
   handlers?: Partial<HandlerMap>
   /**

@@ -1,80 +1,123 @@
 // `last_used_at` of API keys: the time of each key's latest accepted request, written without
 // touching the request's path. A request only sets one entry of an in-memory map (keyHash →
-// time of use) once its response has gone; a timer writes the map in one statement for all
-// keys every `intervalMs`, and once more when the app closes.
+// time of use) once its response has gone; a flush writes the map in one statement for all
+// keys, and once more when the app closes.
 //
-// How right the value is, with several instances on one database (A and B below). Each row is
-// written at most once a minute, whichever instance writes: the UPDATE's WHERE skips a row
-// whose last write (last_used_written_at, the database's clock) is less than a minute old, and
-// skips a row another instance is writing at that moment (SKIP LOCKED), so two flushes never
+// Each row is written at most once a minute, whichever instance writes: the UPDATE's WHERE skips
+// a row whose last write (last_used_written_at, the database's clock) is less than a minute old,
+// and skips a row another instance is writing at that moment (SKIP LOCKED), so two flushes never
 // write one key twice within a minute, nor wait on each other. A flush writes only a time later
 // than the stored one, so the value never goes back, and it is always the time of a real
 // request (as the clock of the instance that served it saw it: instances keep NTP time).
-// A use that was not written (its minute not over) stays in its instance's map, and is tried
-// at every flush until it is written or a later use is stored. An instance that stops with such
-// uses hands them to the database (api_key_deferred_uses, which writes no api_keys row), and
-// a flush of any instance takes them back as its own (each instance looks once a minute). No
-// use is lost to a graceful stop, so once requests stop, the value settles on the exact time of
-// the last one.
-// How far it trails, with I the flush interval (1 s by default): a request on A at time u is
-// in A's map at once, and A's next flush, by u + I, writes it, unless the row was written in
-// the minute before, at w > u + I - 60; A then writes it at its first flush after w + 60, by
-// u + 60 + 2I, unless B got there first. If B wrote a use later than u, it is covered; if B
-// wrote an earlier one that it had held since before u (B's own minute was not over either),
-// that write cannot repeat: B holds nothing older than u any more, so the next write, a minute
-// later, is A's or a later one. So a request shows within 2 × (60 s + I) + I, about two
-// minutes, and while a key is in steady use on every instance, a write lands every 60 s + I
-// with a use at most I old: the value trails the latest request by at most 60 s + 2I, 62 s.
-// The minute between writes is the contract's; the rest is the flush interval, which is short
-// (a key's first use shows within a second) because a flush with nothing noted runs no statement.
+//
+// When a flush runs. A use of a key whose row this instance does not know to be held back is
+// written at once (the next flush, at most FLUSH_GAP_MS after the last, so that many keys' first
+// uses go in one statement). A use the database held back stays in the map, and the statement
+// says when its row's minute is over, by the database's own clock: the next flush is then. So
+// while a key is in use, on one instance or several, a write lands as soon as its minute is over
+// with a use a moment old, and the value trails the latest request by a minute and the time a
+// statement takes (the contract's "correct to within a minute": an outside review saw it 66 s
+// behind when flushes ran every 10 s). A flush with nothing noted runs no statement.
+//
+// An instance that stops with uses still held back hands them to the database
+// (api_key_deferred_uses, which writes no api_keys row), and a flush of any instance takes them
+// back as its own (each instance looks a second after it starts, then once a minute). No use is
+// lost to a graceful stop, so once requests stop, the value settles on the exact time of the last
+// one.
 import type { FastifyBaseLogger } from 'fastify'
-import type { KeyUse } from '../db/repos/projects.js'
+import type { KeyUse, KeyUseWrite } from '../db/repos/projects.js'
 import { sqlState } from '../db/results.js'
 
+/** A key's row is written at most once a minute (contract §9). */
+const MINUTE_MS = 60_000
+/** The least time between two flushes: the first uses of many keys go in one statement. */
+const FLUSH_GAP_MS = 100
+/** After a flush that failed (the database unreachable), the next try. */
+const RETRY_MS = 10_000
+/** The first look for what stopped instances handed over, after start-up. */
+const FIRST_TAKE_MS = 1_000
 /**
- * Flushes every second by default: the value trails by the minute between writes and this. It
- * was 10 s, and an outside review saw last_used_at over a minute behind a key in steady use (66 s;
- * the contract's "correct to within a minute"). An idle instance runs no statement for it.
- */
-const KEY_USAGE_FLUSH_MS = 1_000
-/**
- * How often a flush takes back what stopped instances handed over: the first flush, then once a
- * minute (a handed-over use waits for its key's minute anyway), so that an idle instance runs a
- * statement a minute, not one a flush.
+ * Then how often a flush takes back what stopped instances handed over (a handed-over use waits
+ * for its key's minute anyway), so that an idle instance runs a statement a minute.
  */
 const TAKE_DEFERRED_EVERY_MS = 60_000
-/** Keys remembered between two flushes, per instance (about 150 bytes each): beyond, new keys wait for the next flush. */
+/** Keys remembered per instance (about 150 bytes each), noted and held back alike: beyond, new keys wait for the next flush. */
 const KEY_USAGE_MAX_KEYS = 10_000
 
+/** Runs `run` after `delayMs`; returns what cancels it. */
+export type Schedule = (run: () => void, delayMs: number) => () => void
+
+const timeout: Schedule = (run, delayMs) => {
+  const timer = setTimeout(run, delayMs)
+  timer.unref()
+  return () => clearTimeout(timer)
+}
+
+/** A schedule that runs nothing: the uses are written only when flush() is called (tests). */
+export const byHand: Schedule = () => () => {}
+
 export interface KeyUsageOptions {
-  /** Writes the uses; returns the keys whose use is still to be written (the minute is not over). */
-  write(uses: KeyUse[]): Promise<{ pending: string[] }>
+  /** Writes the uses; returns the keys whose use is still to be written, each with when its minute is over. */
+  write(uses: KeyUse[]): Promise<Pick<KeyUseWrite, 'pending'>>
   /** Hands over, as the app closes, the uses that are still to be written. */
   defer(uses: KeyUse[]): Promise<void>
   /** Takes back what instances that stopped handed over (defer): at the first flush, then once a minute. */
   takeDeferred(): Promise<KeyUse[]>
   log: FastifyBaseLogger
   now?: () => number
-  intervalMs?: number
+  /** When flushes run; setTimeout by default. */
+  schedule?: Schedule
   maxKeys?: number
 }
 
 export interface KeyUsage {
-  /** Notes a use of the key now. A Map set: it runs on every accepted request. */
+  /** Notes a use of the key now, and makes sure a flush writes it when it may. Runs on every accepted request. */
   record(keyHash: string): void
-  /** Writes what was noted; never throws (a failure is logged once and retried at the next flush). */
+  /** Writes what was noted; never throws (a failure is logged once and retried RETRY_MS later). */
   flush(): Promise<void>
-  /** Stops the timer, flushes once more, and hands over what is still to be written. */
+  /** Stops the flushes, flushes once more, and hands over what is still to be written. */
   close(): Promise<void>
 }
 
 export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
   const now = options.now ?? Date.now
+  const schedule = options.schedule ?? timeout
   const maxKeys = options.maxKeys ?? KEY_USAGE_MAX_KEYS
+  const startedAt = now()
   let noted = new Map<string, number>()
+  /** When each key's row may be written again, as the last statement said (this process's clock). */
+  const heldUntil = new Map<string, number>()
   let failing = false
+  let closed = false
   let running: Promise<void> | undefined
-  let nextTake = -Infinity
+  let lastFlush = -Infinity
+  let takenAt: number | undefined
+  let wakeAt: number | undefined
+  let cancelWake = () => {}
+
+  const nextTake = () => (takenAt === undefined ? startedAt + FIRST_TAKE_MS : takenAt + TAKE_DEFERRED_EVERY_MS)
+
+  /** Makes sure a flush runs by `at`, but never sooner than the gap (or, while failing, the retry) after the last. */
+  function wake(at: number): void {
+    if (closed) return
+    const when = Math.max(at, lastFlush + (failing ? RETRY_MS : FLUSH_GAP_MS))
+    if (wakeAt !== undefined && wakeAt <= when) return
+    cancelWake()
+    wakeAt = when
+    cancelWake = schedule(() => {
+      wakeAt = undefined
+      void flush()
+    }, Math.max(0, when - now()))
+  }
+
+  /** After a flush: the next one when the first noted key may be written, or the next look for handed-over uses. */
+  function wakeForNext(): void {
+    const at = now()
+    for (const [keyHash, until] of heldUntil) if (until <= at) heldUntil.delete(keyHash)
+    let next = nextTake()
+    for (const keyHash of noted.keys()) next = Math.min(next, heldUntil.get(keyHash) ?? at)
+    wake(next)
+  }
 
   /** Puts back uses that were not written, unless a later one was noted meanwhile. */
   function keep(uses: Iterable<[string, number]>) {
@@ -89,20 +132,30 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
   async function write(): Promise<void> {
     const batch = noted
     noted = new Map()
+    lastFlush = now()
     try {
       // What stopped instances handed over joins this instance's own uses; the later use wins.
       let taken: KeyUse[] = []
-      if (now() >= nextTake) {
+      if (takenAt === undefined || now() >= nextTake()) {
         taken = await options.takeDeferred()
-        nextTake = now() + TAKE_DEFERRED_EVERY_MS
+        takenAt = now()
       }
       for (const { keyHash, usedAt } of taken) {
         const mine = batch.get(keyHash)
         if (mine === undefined || mine < usedAt.getTime()) batch.set(keyHash, usedAt.getTime())
       }
-      if (batch.size === 0) return
-      const { pending } = await options.write(asUses(batch))
-      keep(pending.map((keyHash) => [keyHash, batch.get(keyHash)!]))
+      if (batch.size > 0) {
+        const { pending } = await options.write(asUses(batch))
+        const at = now()
+        // Written: held back for the minute. Held back: until the database says. Neither (a later
+        // use was stored meanwhile, by another instance): unknown, so its next use is tried at once.
+        const held = new Map(pending.map(({ keyHash, inMs }) => [keyHash, at + inMs]))
+        for (const keyHash of batch.keys()) {
+          const until = held.get(keyHash) ?? at + MINUTE_MS
+          if (heldUntil.has(keyHash) || heldUntil.size < maxKeys) heldUntil.set(keyHash, until)
+        }
+        keep(pending.map(({ keyHash }) => [keyHash, batch.get(keyHash)!]))
+      }
       if (failing) options.log.info('API key uses are recorded again')
       failing = false
     } catch (error) {
@@ -114,21 +167,28 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
   }
 
   function flush(): Promise<void> {
-    // One flush at a time: a slow one is not overtaken by the next tick.
-    running ??= write().finally(() => (running = undefined))
+    // One flush at a time: one that comes due while another runs is that one.
+    running ??= write().finally(() => {
+      running = undefined
+      wakeForNext()
+    })
     return running
   }
 
-  const timer = setInterval(() => void flush(), options.intervalMs ?? KEY_USAGE_FLUSH_MS)
-  timer.unref()
+  wake(nextTake())
 
   return {
     record(keyHash) {
-      if (noted.size < maxKeys || noted.has(keyHash)) noted.set(keyHash, now())
+      if (noted.size >= maxKeys && !noted.has(keyHash)) return
+      const at = now()
+      noted.set(keyHash, at)
+      const until = heldUntil.get(keyHash)
+      wake(until === undefined || until < at ? at : until)
     },
     flush,
     async close() {
-      clearInterval(timer)
+      closed = true
+      cancelWake()
       await running
       await flush()
       if (noted.size === 0) return

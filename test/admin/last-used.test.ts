@@ -1,19 +1,21 @@
 // last_used_at (contract §9): the time of the key's latest accepted request, noted in memory off
 // the request's path and written by flushes, at most once a minute per key. The clock is injected
-// and flushes are called by the test (the timer is set to an hour), so nothing depends on speed.
+// and flushes are called by the test (no timer runs them: byHand), so nothing depends on speed.
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
+import { makeRepos } from '../../src/db/repos/index.js'
+import { rowsOf } from '../../src/db/results.js'
+import { byHand } from '../../src/http/key-usage.js'
 import { ADMIN_TOKEN, call, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
-const HOUR = 3_600_000
 
 /** An app whose clock the test moves, flushing only when told. */
 async function clockedApp() {
   const clock = { now: Date.now() }
-  const app = await testApp({}, { now: () => clock.now, keyUsage: { intervalMs: HOUR } })
+  const app = await testApp({}, { now: () => clock.now, keyUsage: { schedule: byHand } })
   return { app, clock }
 }
 
@@ -79,7 +81,7 @@ async function ownApp(clock: { now: number }) {
   const { defaults } = await import('../../src/config.js')
   return buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000 }, await testDatabase(), {
     now: () => clock.now,
-    keyUsage: { intervalMs: HOUR },
+    keyUsage: { schedule: byHand },
   })
 }
 
@@ -119,4 +121,22 @@ t.test('a use an app could not write before it closed (its minute not over) is w
   await aMinuteLater(p.keyId)
   await second.keyUsage.flush()
   t.equal(await lastUsed(), new Date(lastUse).toISOString(), 'written once the minute is over: the time of the last request')
+})
+
+t.test("a use the row's minute holds back is reported with when that minute ends, by the database's clock", async (t) => {
+  // What the flush schedules its next try by (key-usage.ts): not a fixed interval, which made the
+  // value trail by more than a minute (found by an outside review).
+  const { app } = await clockedApp()
+  const p = await project(t, app)
+  const { projects } = makeRepos((await testDatabase()).db)
+  const keyHash = rowsOf<{ key_hash: string }>(await (await testDatabase()).db.execute(sql`select key_hash from api_keys where id = ${p.keyId}`))[0]!.key_hash
+  const first = await projects.recordKeyUse([{ keyHash, usedAt: new Date(Date.now() - 2_000) }])
+  t.same(first, { written: [keyHash], pending: [] }, 'the first use is written')
+  const second = await projects.recordKeyUse([{ keyHash, usedAt: new Date() }])
+  t.same(second.written, [], 'a second within the minute is not')
+  t.equal(second.pending.length, 1)
+  const { inMs } = second.pending[0]!
+  t.ok(inMs > 50_000 && inMs <= 60_000, `held back for the rest of the minute (${inMs} ms)`)
+  await aMinuteLater(p.keyId)
+  t.same((await projects.recordKeyUse([{ keyHash, usedAt: new Date() }])).written, [keyHash], 'written once that minute is over')
 })

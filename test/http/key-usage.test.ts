@@ -1,6 +1,7 @@
-// The in-memory side of last_used_at (src/http/key-usage.ts), with a writer the test controls:
-// a failing database is logged once and retried at the next flush, never thrown; uses not yet
-// due stay for a later flush; memory is bounded; closing flushes.
+// The in-memory side of last_used_at (src/http/key-usage.ts), with a writer, a clock and timers
+// the test controls: a key's first use is written at once and its next when its row's minute is
+// over; a failing database is logged once and retried later, never thrown; uses not yet due stay
+// for a later flush; memory is bounded; closing flushes.
 import t from 'tap'
 import type { FastifyBaseLogger } from 'fastify'
 import type { KeyUse } from '../../src/db/repos/projects.js'
@@ -11,7 +12,9 @@ function harness(options: { maxKeys?: number } = {}) {
   const clock = { now: 1_000_000 }
   const writes: KeyUse[][] = []
   const logged: string[] = []
-  const state = { failing: false, pending: [] as string[] }
+  const state = { failing: false, pending: [] as string[], inMs: 30_000 }
+  /** The flushes the usage asked for, at the test's clock; the test runs them (fire). */
+  const timers: { at: number; run: () => void; cancelled: boolean; ran: boolean }[] = []
   /** What the database holds of stopped instances' uses (api_key_deferred_uses). */
   const deferred = new Map<string, number>()
   const log = { warn: (_: unknown, message: string) => logged.push(`warn ${message}`), info: (message: string) => logged.push(`info ${message}`) } as unknown as FastifyBaseLogger
@@ -22,7 +25,7 @@ function harness(options: { maxKeys?: number } = {}) {
     write: async (uses) => {
       failIfDown()
       writes.push(uses)
-      return { pending: state.pending }
+      return { pending: state.pending.map((keyHash) => ({ keyHash, inMs: state.inMs })) }
     },
     defer: async (uses) => {
       failIfDown()
@@ -36,11 +39,29 @@ function harness(options: { maxKeys?: number } = {}) {
     },
     log,
     now: () => clock.now,
-    intervalMs: 3_600_000,
+    schedule: (run, delayMs) => {
+      const timer = { at: clock.now + delayMs, run, cancelled: false, ran: false }
+      timers.push(timer)
+      return () => (timer.cancelled = true)
+    },
     ...options,
   })
   fileTeardown(() => usage.close())
-  return { usage, clock, writes, logged, state, deferred }
+  /** The one flush asked for and not yet run or cancelled. */
+  const next = () => {
+    const live = timers.filter((timer) => !timer.cancelled && !timer.ran)
+    if (live.length !== 1) throw new Error(`${live.length} flushes asked for`)
+    return live[0]!
+  }
+  /** Moves the clock to the flush asked for and runs it. */
+  async function fire() {
+    const timer = next()
+    clock.now = timer.at
+    timer.ran = true
+    timer.run()
+    await usage.flush()
+  }
+  return { usage, clock, writes, logged, state, deferred, next, fire }
 }
 
 const times = (uses: KeyUse[]) => Object.fromEntries(uses.map((u) => [u.keyHash, u.usedAt.getTime()]))
@@ -56,6 +77,59 @@ t.test('one write for all keys, each with its latest use; nothing when nothing w
   t.same(h.writes.map(times), [{ a: 1_000_020, b: 1_000_010 }])
   await h.usage.flush()
   t.equal(h.writes.length, 1, 'an empty flush writes nothing')
+})
+
+t.test("a key's first use is written at once; its next, once its row's minute is over", async (t) => {
+  const h = harness()
+  const start = h.clock.now
+  t.equal(h.next().at, start + 1_000, 'an idle instance looks for handed-over uses a second after it starts')
+  h.clock.now += 10
+  h.usage.record('a')
+  t.equal(h.next().at, h.clock.now, 'a first use: a flush at once')
+  await h.fire()
+  t.same(h.writes.map(times), [{ a: start + 10 }], 'written')
+  const written = h.clock.now
+  t.equal(h.next().at, written + 60_000, 'nothing noted: the next look for handed-over uses, a minute on')
+
+  h.clock.now += 10_000
+  h.usage.record('a')
+  t.equal(h.next().at, written + 60_000, 'a use within the minute waits for it, and no sooner')
+  h.clock.now += 5_000
+  h.usage.record('a')
+  await h.fire()
+  t.same(h.writes.map(times), [{ a: start + 10 }, { a: written + 15_000 }], 'then the latest use is written, as the minute ends')
+})
+
+t.test('a use the database held back is written when it says the row may be', async (t) => {
+  // Another instance wrote the row: the statement says when its minute is over, by the
+  // database's clock, and the flush comes then, not a fixed interval later.
+  const h = harness()
+  h.usage.record('b')
+  h.state.pending = ['b']
+  h.state.inMs = 25_000
+  await h.fire()
+  const heldAt = h.clock.now
+  t.equal(h.next().at, heldAt + 25_000, 'the next flush: when the row may be written')
+  h.state.pending = []
+  h.clock.now += 3_000
+  h.usage.record('b')
+  t.equal(h.next().at, heldAt + 25_000, 'a later use changes nothing')
+  await h.fire()
+  t.same(h.writes.map(times).at(-1), { b: heldAt + 3_000 }, 'the latest use, written')
+})
+
+t.test('after a failed flush the next comes 10 s later, not at once', async (t) => {
+  const h = harness()
+  h.usage.record('c')
+  h.state.failing = true
+  await h.fire()
+  const failedAt = h.clock.now
+  t.equal(h.next().at, failedAt + 10_000, 'retried 10 s later')
+  h.usage.record('d')
+  t.equal(h.next().at, failedAt + 10_000, 'a new key does not bring it forward')
+  h.state.failing = false
+  await h.fire()
+  t.same(h.writes.map(times), [{ c: failedAt, d: failedAt }], 'both written then')
 })
 
 t.test('a failing database is logged once, never thrown, and the uses are retried at the next flush', async (t) => {

@@ -19,6 +19,7 @@ import { defaults } from '../../src/config.js'
 import { openDatabase } from '../../src/db/client.js'
 import { sqlState } from '../../src/db/results.js'
 import { isUnavailable } from '../../src/http/errors.js'
+import { byHand } from '../../src/http/key-usage.js'
 import { COOL_DOWN_MS } from '../../src/db/gate.js'
 import type { CallOptions } from '../helpers/app.js'
 import { ManualClock, settle, underWay } from '../helpers/clock.js'
@@ -70,7 +71,7 @@ async function appBehindProxy(t: Test, options: { statementDeadlineMs?: number }
     { ...defaults, logLevel: 'info', adminToken: ADMIN_TOKEN, rateLimitPerMinute: 1_000_000 },
     handle,
     // last_used_at is written by a timer; keep it out of the way of the proxy's traps.
-    { logger: { stream }, keyUsage: { intervalMs: 3_600_000 } },
+    { logger: { stream }, keyUsage: { schedule: byHand } },
   )
   await app.ready()
   t.teardown(async () => {

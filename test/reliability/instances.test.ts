@@ -9,6 +9,7 @@ import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
+import { byHand } from '../../src/http/key-usage.js'
 import { ADMIN_TOKEN, call } from '../helpers/app.js'
 import { postgresTestUrl } from '../helpers/db.js'
 
@@ -21,7 +22,7 @@ async function instance(t: Test): Promise<{ app: FastifyInstance; handle: DbHand
   await handle.migrate()
   const app = await buildApp({ ...defaults, logLevel: 'silent', databaseUrl: url, adminToken: ADMIN_TOKEN, authFailuresPerMinute: 1_000_000 }, handle, {
     now: () => clock.now,
-    keyUsage: { intervalMs: 3_600_000 },
+    keyUsage: { schedule: byHand },
   })
   await app.ready()
   t.teardown(async () => {

@@ -35,6 +35,15 @@ export interface KeyUse {
   usedAt: Date
 }
 
+/** What recordKeyUse did: the keys it wrote, and those still to be written, each with when it may be. */
+export interface KeyUseWrite {
+  written: string[]
+  pending: { keyHash: string; inMs: number }[]
+}
+
+/** When a row another writer held is tried again: that writer has just written it, so the next try learns its minute. */
+const HELD_ROW_RETRY_MS = 1000
+
 /** Key uses as the JSON that json_to_recordset reads in recordKeyUse and deferKeyUses. */
 const usesJson = (uses: KeyUse[]) => JSON.stringify(uses.map((u) => ({ key_hash: u.keyHash, used_at: u.usedAt.toISOString() })))
 
@@ -177,10 +186,11 @@ export function projectsRepo(db: Database) {
      * clock (whichever instance wrote it). Rows another instance is writing at that moment are
      * skipped, not waited for (SKIP LOCKED), so two flushes never wait on, or deadlock with,
      * each other; such a row has just been written, so it was not due anyway. `pending` names
-     * the uses that are newer than what is stored but were not written (the minute is not over):
-     * the caller keeps them for a later flush.
+     * the uses that are newer than what is stored but were not written (the minute is not over),
+     * each with the milliseconds until its row's minute is over by the database's clock (a second
+     * for a row that was held by another writer): the caller keeps them and tries again then.
      */
-    async recordKeyUse(uses: KeyUse[]): Promise<{ written: string[]; pending: string[] }> {
+    async recordKeyUse(uses: KeyUse[]): Promise<KeyUseWrite> {
       if (uses.length === 0) return { written: [], pending: [] }
       const json = usesJson(uses)
       const result = await db.execute(sql`
@@ -196,11 +206,17 @@ export function projectsRepo(db: Database) {
           from due where k.id = due.id
           returning k.key_hash
         )
-        select u.key_hash, w.key_hash is not null as written
+        select u.key_hash, w.key_hash is not null as written,
+          case when k.last_used_written_at > now() - interval '1 minute'
+            then ceil(extract(epoch from k.last_used_written_at + interval '1 minute' - now()) * 1000)::int
+            else ${HELD_ROW_RETRY_MS}::int end as in_ms
         from used u join ${api_keys} k on k.key_hash = u.key_hash left join written w on w.key_hash = u.key_hash
         where k.last_used_at is null or k.last_used_at < u.used_at`)
-      const rows = rowsOf<{ key_hash: string; written: boolean }>(result)
-      return { written: rows.filter((r) => r.written).map((r) => r.key_hash), pending: rows.filter((r) => !r.written).map((r) => r.key_hash) }
+      const rows = rowsOf<{ key_hash: string; written: boolean; in_ms: number }>(result)
+      return {
+        written: rows.filter((r) => r.written).map((r) => r.key_hash),
+        pending: rows.filter((r) => !r.written).map((r) => ({ keyHash: r.key_hash, inMs: Number(r.in_ms) })),
+      }
     },
 
     /**
