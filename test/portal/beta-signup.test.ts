@@ -1,7 +1,7 @@
 // Public signup: a program open to it takes testers by email, joined at once.
 import t from 'tap'
 import { call, testApp } from '../helpers/app.js'
-import { FORM, codes, form, programWithTester } from './beta-helpers.js'
+import { FORM, answer, codes, form, programWithTester } from './beta-helpers.js'
 
 async function openProgram(t: Parameters<typeof call>[0], app: Parameters<typeof call>[1], program: Record<string, unknown> = {}) {
   const setup = await programWithTester(t, app, { name: 'Open <beta>', allow_public_signup: true, ...program })
@@ -123,4 +123,32 @@ t.test('every answer at a tester page is noindex: a refused form, a 405 and a 40
     t.ok(res.status >= 400, `${what}: ${res.status}`)
     t.equal(res.headers['x-robots-tag'], 'noindex', `${what}: noindex`)
   }
+})
+
+t.test("a public tester restored and accepting again gets an end user of its own, never the invitation's", async (t) => {
+  // Found by an outside review: a restore clears the tester's end user, and accepting again gave
+  // every tester the project's invited end user for the email, a public signup's too. Anyone could
+  // sign up with someone's email, wait for a revoke and a restore, and accept into the identity
+  // the invitation had made (contract §11: a signup never attaches to such an end user).
+  const app = await ownApp()
+  const { url, key, programId } = await openProgram(t, app)
+  const email = 'victim@example.com'
+  const invited = (await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Invited only', status: 'active' } })).json.data.id as string
+  const invitation = (await call(t, app, { method: 'POST', url: `/v1/beta/programs/${invited}/testers`, key, body: { email } })).json.data
+  t.equal((await answer(t, app, invitation.token, 'accept')).status, 200)
+  const victim = (await call(t, app, { url: `/v1/beta/programs/${invited}/testers/${invitation.id}`, key })).json.data.end_user_id as string
+  t.match(victim, /^eu_/, 'the invitation made an end user')
+
+  t.equal((await signup(t, app, url, email)).status, 201)
+  const testers = (await call(t, app, { url: `/v1/beta/programs/${programId}/testers?limit=100`, key })).json.data as { id: string; email: string; token: string; end_user_id: string }[]
+  const signedUp = testers.find((tester) => tester.email === email)!
+  t.not(signedUp.end_user_id, victim, 'the signup: an end user of its own')
+  const testerUrl = `/v1/beta/programs/${programId}/testers/${signedUp.id}`
+  t.equal((await call(t, app, { method: 'PATCH', url: testerUrl, key, body: { status: 'revoked' } })).status, 200)
+  t.equal((await call(t, app, { method: 'PATCH', url: testerUrl, key, body: { status: 'invited' } })).status, 200)
+  t.equal((await answer(t, app, signedUp.token, 'accept')).status, 200)
+  const after = (await call(t, app, { url: testerUrl, key })).json.data
+  t.match(after, { source: 'public', status: 'joined' })
+  t.match(after.end_user_id, /^eu_/, 'an end user again')
+  t.not(after.end_user_id, victim, 'never the one the invitation made')
 })

@@ -55,6 +55,13 @@ export function portalRepo(db: Database, transact: Transact = newTransaction(db)
     return row!.id
   }
 
+  /** A new end user for a public signup's email: each signup its own, shared with nobody. */
+  async function publicEndUserId(tx: Database, projectId: string, email: string): Promise<string> {
+    const id = newId('eu')
+    await tx.insert(end_users).values({ id, project_id: projectId, email, source: 'public' })
+    return id
+  }
+
   /** Moves the tester when its status and its program's still allow it; otherwise says why not. */
   async function answer(token: string, move: (tx: Database, invitation: Invitation) => Promise<PortalTester | undefined>): Promise<Answer> {
     return transact(async (tx) => {
@@ -79,9 +86,13 @@ export function portalRepo(db: Database, transact: Transact = newTransaction(db)
       return answer(token, async (tx, { tester, program }) => {
         if (program.status !== 'active' || !ACCEPTABLE_FROM.includes(tester.status)) return undefined
         if (tester.status === 'joined') return tester
+        // An invitation's tester is the project's invited end user for the email; a public
+        // signup's gets one of its own again (a restore cleared its end user), never the invited
+        // one: its email is unverified (contract §11).
+        const endUserId = tester.source === 'public' ? await publicEndUserId(tx, program.project_id, tester.email) : await invitedEndUserId(tx, program.project_id, tester.email)
         const [row] = await tx
           .update(beta_testers)
-          .set({ status: 'joined', joined_at: sql`now()`, end_user_id: await invitedEndUserId(tx, program.project_id, tester.email) })
+          .set({ status: 'joined', joined_at: sql`now()`, end_user_id: endUserId })
           .where(and(eq(beta_testers.id, tester.id), inArray(beta_testers.status, ACCEPTABLE_FROM as PortalTester['status'][])))
           .returning()
         return row
