@@ -23,6 +23,7 @@ const REFUSED: [address: string, why: string][] = [
   ['192.0.2.255', '192.0.2/24 documentation'],
   ['192.168.0.0', '192.168/16 private'],
   ['192.168.255.255', '192.168/16 private'],
+  ['192.88.99.1', '192.88.99/24 6to4 relay anycast (deprecated), found by an outside review'],
   ['198.18.0.0', '198.18/15 benchmarking'],
   ['198.19.255.255', '198.18/15 benchmarking'],
   ['198.51.100.0', '198.51.100/24 documentation'],
