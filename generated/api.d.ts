@@ -323,9 +323,10 @@ export interface paths {
          *     the 11th is `409 limit_exceeded` (delete one first).
          *
          *     With an `Idempotency-Key`, the answer is kept for its replay without the secret (no copy
-         *     of a secret is kept outside the endpoint): a replay answers the record as created and
-         *     the endpoint's secret as it is at the replay, the one a rotation made since included; if
-         *     the endpoint has been deleted since, the replay is `404 not_found`.
+         *     of a secret is kept outside the endpoint, only its SHA-256): a replay answers the record
+         *     as created and the secret, as long as it is still the endpoint's; once it has been
+         *     rotated, the replay is `409 secret_rotated`, and once the endpoint has been deleted,
+         *     `404 not_found`.
          *
          *     The URL is parsed as browsers parse it and must be an absolute `http` or `https` URL of
          *     at most 2048 characters without user info or a fragment, written in ASCII (an
@@ -407,9 +408,10 @@ export interface paths {
          *     the 24 hours replaces the old secret by the one being rotated out. The record is
          *     unchanged (no field of it shows the secret), its `updated_at` and `ETag` included.
          *
-         *     With an `Idempotency-Key`, the answer is kept for its replay without the secret: a
-         *     replay answers the endpoint's secret as it is at the replay (the one a later rotation
-         *     made, if any); if the endpoint has been deleted since, the replay is `404 not_found`.
+         *     With an `Idempotency-Key`, the answer is kept for its replay without the secret (only
+         *     its SHA-256): a replay answers the secret this rotation made as long as it is still the
+         *     endpoint's; after a later rotation the replay is `409 secret_rotated`, and once the
+         *     endpoint has been deleted, `404 not_found`.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -1868,7 +1870,7 @@ export interface components {
              * @description Stable machine-readable error code. An extensible enum (`x-extensible-enum`): values may be added without a new API version, so a client must accept a value it does not know.
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "limit_exceeded" | "endpoint_disabled" | "idempotency_in_progress" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
+            code: "validation_failed" | "invalid_json" | "unauthorized" | "plan_required" | "beta_disabled" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_transition" | "program_closed" | "limit_exceeded" | "endpoint_disabled" | "idempotency_in_progress" | "secret_rotated" | "idempotency_key_reused" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable";
             /** @description A human-readable explanation of this occurrence. */
             detail: string;
             /** @description Present on validation failures only, one item per failed rule (the first 100). */
@@ -2561,8 +2563,23 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `limit_exceeded` (the project has 10 endpoints already) or `idempotency_in_progress`. */
+        /** @description `limit_exceeded` (the project has 10 endpoints already), `idempotency_in_progress`, or `secret_rotated` (a replay whose secret has been rotated since). */
         EndpointLimitConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description With `idempotency_in_progress` only: seconds to wait before sending the request again. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `idempotency_in_progress`, or `secret_rotated`: a replay whose secret has been rotated again since. */
+        SecretReplayConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2610,7 +2627,9 @@ export interface components {
          *     `422 idempotency_key_reused`; a retry while the first request still runs is
          *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
          *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-         *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+         *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+         *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+         *     `409 secret_rotated` (a replay never shows a secret its answer did not).
          */
         IdempotencyKey: string;
         /** @description An `ETag` from an earlier read; `304 Not Modified` (empty body) when it still matches. */
@@ -2823,7 +2842,9 @@ export interface operations {
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+                 *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+                 *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+                 *     `409 secret_rotated` (a replay never shows a secret its answer did not).
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3083,7 +3104,9 @@ export interface operations {
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+                 *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+                 *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+                 *     `409 secret_rotated` (a replay never shows a secret its answer did not).
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3484,7 +3507,9 @@ export interface operations {
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+                 *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+                 *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+                 *     `409 secret_rotated` (a replay never shows a secret its answer did not).
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3741,7 +3766,9 @@ export interface operations {
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+                 *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+                 *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+                 *     `409 secret_rotated` (a replay never shows a secret its answer did not).
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3936,7 +3963,9 @@ export interface operations {
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+                 *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+                 *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+                 *     `409 secret_rotated` (a replay never shows a secret its answer did not).
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3971,7 +4000,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenPlan"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyInProgress"];
+            409: components["responses"]["SecretReplayConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -3992,7 +4021,9 @@ export interface operations {
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+                 *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+                 *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+                 *     `409 secret_rotated` (a replay never shows a secret its answer did not).
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -4153,7 +4184,9 @@ export interface operations {
                  *     `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
-                 *     webhook endpoint's signing secret) is replayed with the secret as it is at the replay.
+                 *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
+                 *     the endpoint's secret while it is still that one; once it has been rotated, a replay is
+                 *     `409 secret_rotated` (a replay never shows a secret its answer did not).
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };

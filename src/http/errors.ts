@@ -26,6 +26,7 @@ const STATUS: Record<ErrorCode, number> = {
   limit_exceeded: 409,
   endpoint_disabled: 409,
   idempotency_in_progress: 409,
+  secret_rotated: 409,
   precondition_failed: 412,
   idempotency_key_reused: 422,
   payload_too_large: 413,

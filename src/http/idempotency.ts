@@ -8,7 +8,8 @@
 // again. The same key with another body is 422; a retry while the first is still running is 409.
 //
 // No secret is kept: an answer that shows one (a webhook endpoint's signing secret) is stored
-// without it, and its replay reads the secret afresh from where it lives (holdsSecret, below).
+// with the secret's SHA-256 in its place, and its replay reads the secret afresh from where it
+// lives, and shows it only while it is still the one answered (holdsSecret, below).
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Repos } from '../db/repos/index.js'
@@ -58,6 +59,27 @@ interface SecretAnswer {
   data: { id: string }
   secret?: unknown
 }
+
+/**
+ * An answer as stored: its secret replaced by the secret's SHA-256, so that a replay shows the
+ * secret only while it is still the one the answer showed. Showing the endpoint's current secret
+ * instead gave the holder of an old Idempotency-Key the secret a rotation had made since, which
+ * no answer of theirs had shown (found by an outside review; contract §10: shown at creation and
+ * on rotation only).
+ */
+interface StoredSecretAnswer {
+  data: { id: string }
+  secret_sha256?: string
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/** The 409 for a replay whose secret has been rotated since: the new one is not shown here. */
+const secretRotated = () =>
+  new ApiError(
+    'secret_rotated',
+    'The secret this Idempotency-Key\'s answer showed has been rotated since, and a replay does not show the new one (a rotation shows it, once); a new request needs a new key.',
+  )
 
 /**
  * Where the secret of a stored answer is read on a replay, in the replay's transaction: the
@@ -126,10 +148,11 @@ export function stagedRun(handler: (request: never, ctx: AppContext) => Promise<
 export const secretSourceOf = (handler: unknown): SecretSource | undefined =>
   typeof handler === 'function' && SECRET_SOURCE in handler ? (handler as unknown as { [SECRET_SOURCE]: SecretSource })[SECRET_SOURCE] : undefined
 
-/** The answer as stored: without its secret. */
+/** The answer as stored: its secret's SHA-256 in place of the secret. */
 function withoutSecret(body: unknown): string {
-  const { secret: _secret, ...kept } = body as SecretAnswer
-  return JSON.stringify(kept)
+  const { secret, ...kept } = body as SecretAnswer
+  const stored: StoredSecretAnswer = { ...kept, secret_sha256: sha256(String(secret)) }
+  return JSON.stringify(stored)
 }
 
 /**
@@ -161,10 +184,11 @@ export async function answerIdempotently(
         if (held.record.response_location) reply.header('location', held.record.response_location)
         return { status, payload: held.record.response_body! }
       }
-      // An answer stored by a version that kept the secret has it still: the current one replaces it.
-      const stored = JSON.parse(held.record.response_body!) as SecretAnswer
+      const { secret_sha256: shown, ...stored } = JSON.parse(held.record.response_body!) as StoredSecretAnswer & SecretAnswer
       const current = await secret.current(tx, scope, stored)
       if (current === undefined) throw secret.gone()
+      // Answers stored before the fingerprint was (within a day of the upgrade) have none to compare.
+      if (shown !== undefined && sha256(current) !== shown) throw secretRotated()
       reply.header('idempotency-replayed', 'true')
       if (held.record.response_location) reply.header('location', held.record.response_location)
       reply.code(status)

@@ -1,5 +1,6 @@
 // POST /v1/webhook-endpoints: the endpoint and its secret, shown this once; the subscription as
 // stored; the plan and the body's rules.
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
@@ -127,23 +128,27 @@ async function createdWithKey(t: Test) {
   return { app, project, key, send, first: await send() }
 }
 
-t.test('the secret is never stored with the answer: a replay reads the endpoint’s secret as it is then', async (t) => {
+t.test('the secret is never stored with the answer: a replay shows the endpoint’s secret only while it is the one answered', async (t) => {
   const { app, project, key, send, first } = await createdWithKey(t)
   t.match(first.json.secret, SECRET)
   const stored = await storedAnswers(project.id)
   t.equal(stored.length, 1, 'the answer is kept for replays')
-  t.same(JSON.parse(stored[0]!.response_body!), { data: first.json.data }, 'the record alone')
+  const sha256 = createHash('sha256').update(first.json.secret).digest('hex')
+  t.same(JSON.parse(stored[0]!.response_body!), { data: first.json.data, secret_sha256: sha256 }, 'the record, and the secret’s SHA-256')
   t.notOk(stored.some((row) => row.response_body?.includes('whsec_')), 'no secret in the idempotency table')
 
   const replay = await send()
   t.equal(replay.headers['idempotency-replayed'], 'true')
   t.equal(replay.json.secret, first.json.secret, 'the replay answers the secret, read from the endpoint')
 
+  // Found by an outside review: the replay showed the secret a rotation had made since, which
+  // this request's answer never did, to anyone holding the old Idempotency-Key.
   const rotated = await call(t, app, { method: 'POST', url: `/v1/webhook-endpoints/${first.json.data.id}/rotate-secret`, key })
   const later = await send()
-  t.equal(later.status, 201)
-  t.same(later.json, { data: first.json.data, secret: rotated.json.secret }, 'after a rotation, the record as created and the current secret')
-  t.equal((await endpointRow(first.json.data.id))!.secret, rotated.json.secret)
+  t.same([later.status, later.json.code], [409, 'secret_rotated'], 'after a rotation, a replay is refused')
+  t.notOk(later.headers['idempotency-replayed'])
+  t.notMatch(later.raw, /whsec_/, 'and shows no secret')
+  t.equal((await endpointRow(first.json.data.id))!.secret, rotated.json.secret, 'the rotated secret stays')
   t.notOk((await storedAnswers(project.id)).some((row) => row.response_body?.includes('whsec_')), 'still none stored')
 
   t.equal((await call(t, app, { method: 'DELETE', url: first.headers.location as string, key })).status, 204)

@@ -56,7 +56,7 @@ t.test('a disabled endpoint may rotate; the body must be empty; an Idempotency-K
   t.equal((await endpointRow(created.id))!.secret, once.json.secret, 'rotated once')
 })
 
-t.test('an Idempotency-Key keeps no secret: a replay answers the secret as it is then, and 404 once the endpoint is deleted', async (t) => {
+t.test('an Idempotency-Key keeps no secret: a replay answers the secret while it is the one rotated in, 409 after another rotation, 404 once the endpoint is deleted', async (t) => {
   const app = await testApp()
   const project = await createProject()
   const { key } = project
@@ -69,8 +69,9 @@ t.test('an Idempotency-Key keeps no secret: a replay answers the secret as it is
 
   const later = await call(t, app, { method: 'POST', url: `${created.url}/rotate-secret`, key })
   const replay = await rotate()
-  t.equal(replay.headers['idempotency-replayed'], 'true')
-  t.same(replay.json, { data: once.json.data, secret: later.json.secret }, 'after another rotation, the current secret')
+  t.same([replay.status, replay.json.code], [409, 'secret_rotated'], 'after another rotation, the replay is refused')
+  t.notMatch(replay.raw, /whsec_/, 'showing no secret')
+  t.equal((await endpointRow(created.id))!.secret, later.json.secret, 'the later rotation stands')
 
   await call(t, app, { method: 'DELETE', url: created.url, key })
   const gone = await rotate()
