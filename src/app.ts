@@ -24,7 +24,7 @@ import { registerIdempotency } from './http/idempotency.js'
 import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
 import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
 import { makeKeyUsage, type KeyUsage, type Schedule } from './http/key-usage.js'
-import { notFoundOrNotAllowed, registerRoutes } from './http/routes.js'
+import { notFoundOrNotAllowed, registerRoutes, routedPath } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
@@ -59,7 +59,8 @@ declare module 'fastify' {
 }
 
 /**
- * The tester pages' paths (the join page and its answers, the feedback form, a program's signup):
+ * The tester pages' paths (the join page and its answers, the feedback form, a program's signup),
+ * as routedPath gives them, so that `/beta/jo%69n` and an absolute-form target count too:
  * their URLs, forms and answers hold a tester's token or email, so every answer there is noindex
  * (contract §13), a refusal the router makes (405) or a problem (400, 429) included.
  */
@@ -234,7 +235,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     if (draining) reply.header('connection', 'close')
     reply.header('x-request-id', request.id)
     reply.headers(NOSNIFF)
-    const path = request.url.split('?', 1)[0]!
+    const path = routedPath(request)
     if (TESTER_PAGES.test(path)) reply.header('x-robots-tag', 'noindex')
     else if (FEEDS.test(path)) reply.headers(FEED_HEADERS)
     if (request.routeOptions.url === `${DOCS}/` && reply.statusCode === 200 && typeof payload === 'string') reply.header('content-security-policy', docsPolicy(payload))

@@ -30,8 +30,13 @@ import { sqlState } from '../db/results.js'
 
 /** A key's row is written at most once a minute (contract §9). */
 const MINUTE_MS = 60_000
-/** The least time between two flushes: the first uses of many keys go in one statement. */
+/** The least time from the end of one flush to the next: the first uses of many keys go in one statement. */
 const FLUSH_GAP_MS = 100
+/**
+ * How soon a use is tried again when this instance could not remember its row's minute (more
+ * than KEY_USAGE_MAX_KEYS keys in a minute): not every FLUSH_GAP_MS until the minute ends.
+ */
+const UNREMEMBERED_RETRY_MS = 1_000
 /** After a flush that failed (the database unreachable), the next try. */
 const RETRY_MS = 10_000
 /** The first look for what stopped instances handed over, after start-up. */
@@ -57,13 +62,17 @@ const timeout: Schedule = (run, delayMs) => {
 export const byHand: Schedule = () => () => {}
 
 export interface KeyUsageOptions {
-  /** Writes the uses; returns the keys whose use is still to be written, each with when its minute is over. */
-  write(uses: KeyUse[]): Promise<Pick<KeyUseWrite, 'pending'>>
+  /** Writes the uses; returns the keys it wrote, and those whose use is still to be written, each with when its minute is over. */
+  write(uses: KeyUse[]): Promise<KeyUseWrite>
   /** Hands over, as the app closes, the uses that are still to be written. */
   defer(uses: KeyUse[]): Promise<void>
   /** Takes back what instances that stopped handed over (defer): at the first flush, then once a minute. */
   takeDeferred(): Promise<KeyUse[]>
   log: FastifyBaseLogger
+  /**
+   * The clock, for the time of each use (Date.now by default) and, when given, for when flushes
+   * run too; otherwise those follow performance.now(), which no step of the wall clock moves.
+   */
   now?: () => number
   /** When flushes run; setTimeout by default. */
   schedule?: Schedule
@@ -80,13 +89,18 @@ export interface KeyUsage {
 }
 
 export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
-  const now = options.now ?? Date.now
+  const usedNow = options.now ?? Date.now
+  // When flushes run: a wall clock stepped back (NTP, a resumed VM) would otherwise put every
+  // time below in the future, and write nothing for as long as it was stepped.
+  const now = options.now ?? (() => performance.now())
   const schedule = options.schedule ?? timeout
   const maxKeys = options.maxKeys ?? KEY_USAGE_MAX_KEYS
   const startedAt = now()
   let noted = new Map<string, number>()
   /** When each key's row may be written again, as the last statement said (this process's clock). */
   const heldUntil = new Map<string, number>()
+  /** Keys the last flush found held back but heldUntil had no room for. */
+  const unremembered = new Set<string>()
   let failing = false
   let closed = false
   let running: Promise<void> | undefined
@@ -113,9 +127,11 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
   /** After a flush: the next one when the first noted key may be written, or the next look for handed-over uses. */
   function wakeForNext(): void {
     const at = now()
+    lastFlush = at
     for (const [keyHash, until] of heldUntil) if (until <= at) heldUntil.delete(keyHash)
     let next = nextTake()
-    for (const keyHash of noted.keys()) next = Math.min(next, heldUntil.get(keyHash) ?? at)
+    for (const keyHash of noted.keys()) next = Math.min(next, heldUntil.get(keyHash) ?? (unremembered.has(keyHash) ? at + UNREMEMBERED_RETRY_MS : at))
+    unremembered.clear()
     wake(next)
   }
 
@@ -132,7 +148,6 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
   async function write(): Promise<void> {
     const batch = noted
     noted = new Map()
-    lastFlush = now()
     try {
       // What stopped instances handed over joins this instance's own uses; the later use wins.
       let taken: KeyUse[] = []
@@ -145,14 +160,14 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
         if (mine === undefined || mine < usedAt.getTime()) batch.set(keyHash, usedAt.getTime())
       }
       if (batch.size > 0) {
-        const { pending } = await options.write(asUses(batch))
+        const { written, pending } = await options.write(asUses(batch))
         const at = now()
         // Written: held back for the minute. Held back: until the database says. Neither (a later
         // use was stored meanwhile, by another instance): unknown, so its next use is tried at once.
-        const held = new Map(pending.map(({ keyHash, inMs }) => [keyHash, at + inMs]))
-        for (const keyHash of batch.keys()) {
-          const until = held.get(keyHash) ?? at + MINUTE_MS
+        const held = new Map([...written.map((keyHash): [string, number] => [keyHash, at + MINUTE_MS]), ...pending.map(({ keyHash, inMs }): [string, number] => [keyHash, at + inMs])])
+        for (const [keyHash, until] of held) {
           if (heldUntil.has(keyHash) || heldUntil.size < maxKeys) heldUntil.set(keyHash, until)
+          else unremembered.add(keyHash)
         }
         keep(pending.map(({ keyHash }) => [keyHash, batch.get(keyHash)!]))
       }
@@ -180,8 +195,8 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
   return {
     record(keyHash) {
       if (noted.size >= maxKeys && !noted.has(keyHash)) return
+      noted.set(keyHash, usedNow())
       const at = now()
-      noted.set(keyHash, at)
       const until = heldUntil.get(keyHash)
       wake(until === undefined || until < at ? at : until)
     },

@@ -76,6 +76,21 @@ export function allowedMethods(pathname: string): string[] | undefined {
 /** A request target's path: an absolute-form target (`GET http://host/path`, RFC 9112 §3.2.2) less its scheme and authority. */
 const ORIGIN = /^[a-z][a-z\d+.-]*:\/\/[^/?#]*/i
 
+/**
+ * The path a request is for, as its operation knows it: the route's pattern when one took it
+ * (`/portal/:project_id/changelog.atom`), otherwise the target's path less an absolute form's
+ * scheme and authority, percent-decoded where it decodes.
+ */
+export function routedPath(request: FastifyRequest): string {
+  if (request.routeOptions.url) return request.routeOptions.url
+  const path = request.url.replace(ORIGIN, '').split('?')[0] || '/'
+  try {
+    return decodeURIComponent(path)
+  } catch {
+    return path
+  }
+}
+
 export function notFoundOrNotAllowed(request: FastifyRequest): ApiError {
   const pathname = request.url.replace(ORIGIN, '').split('?')[0] || '/'
   const allow = allowedMethods(pathname)

@@ -106,7 +106,15 @@ export function specProblems(method: string, url: string, res: CheckedResponse):
   const pathname = url.split('?')[0]!
   const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim()
   if (!res.headers['x-request-id']) problems.push('no X-Request-Id header')
-  const match = operations.find((o) => o.regex.test(pathname))
+  // The router decodes a path's escapes (`/beta/jo%69n` is /beta/join): so does the match here.
+  const decodedPath = (() => {
+    try {
+      return decodeURIComponent(pathname)
+    } catch {
+      return pathname
+    }
+  })()
+  const match = operations.find((o) => o.regex.test(pathname)) ?? operations.find((o) => o.regex.test(decodedPath))
   const op = match?.item[(method === 'HEAD' ? 'GET' : method).toLowerCase()] as AnyObject | undefined
   if (!op) {
     // Not an operation of the spec: only a 404 or 405 problem is acceptable.

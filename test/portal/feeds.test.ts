@@ -341,6 +341,7 @@ t.test('every answer at a feed carries the feed headers: a 404, a 400 and a 405 
     for (const [what, request, status] of [
       ['an unknown project', { url: `/portal/prj_AAAAAAAAAAAAAAAAAAAAA/${feed}` }, 404],
       ['a query the feed does not take', { url: `/portal/${id}/${feed}?foo=1` }, 400],
+      ['its path written with an escape, a query it does not take', { url: `/portal/${id}/${feed.replace('.', '%2E')}?foo=1` }, 400],
       ['a method it does not allow', { method: 'DELETE' as const, url: `/portal/${id}/${feed}` }, 405],
     ] as const) {
       const res = await call(t, app, request)
