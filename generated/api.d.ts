@@ -2741,6 +2741,8 @@ export interface components {
         NoStore: "no-store";
         /** @description Always `*` on public feeds, which hold nothing but published entries. */
         "Access-Control-Allow-Origin": "*";
+        /** @description `*`: a public API document is a key-less resource, readable by a viewer or client generator running in a browser on any origin. */
+        PublicDocumentAllowOrigin: "*";
         /**
          * @description `default-src 'none'` on the feeds (their `200` and `304` alike): a feed opened in a
          *     browser tab runs no script and loads nothing, whatever an entry holds. The changelog
@@ -4782,6 +4784,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["PublicDocumentAllowOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4804,6 +4807,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["PublicDocumentAllowOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4826,6 +4830,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["PublicDocumentAllowOrigin"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -7,9 +7,17 @@ export const getReady: Handler<'getReady'> = async (_request, ctx) => {
   return { status: 200, body: { status: 'ok' } }
 }
 
+/**
+ * The public documents are key-less resources (contract §7: such resources send
+ * `Access-Control-Allow-Origin: *`): a viewer or generator running in a browser on another origin
+ * reads them. The operator document, behind ADMIN_TOKEN, sends no such header.
+ */
+const PUBLIC_DOCUMENT = { 'access-control-allow-origin': '*' }
+
 export const getOpenApiJson: Handler<'getOpenApiJson'> = async (_request, ctx) => ({
   status: 200,
   body: ctx.spec.json as { openapi: string; info: Record<string, never> },
+  headers: PUBLIC_DOCUMENT,
 })
 
 type OpenApiDocument = { openapi: string; info: Record<string, never> }
@@ -22,10 +30,11 @@ export const getOperatorOpenApiJson: Handler<'getOperatorOpenApiJson'> = async (
 export const getPortalOpenApiJson: Handler<'getPortalOpenApiJson'> = async (_request, ctx) => ({
   status: 200,
   body: ctx.spec.portal as OpenApiDocument,
+  headers: PUBLIC_DOCUMENT,
 })
 
 export const getOpenApiYaml: Handler<'getOpenApiYaml'> = async (_request, ctx) => ({
   status: 200,
   body: ctx.spec.yaml,
-  headers: { 'content-type': 'application/yaml; charset=utf-8' },
+  headers: { 'content-type': 'application/yaml; charset=utf-8', ...PUBLIC_DOCUMENT },
 })

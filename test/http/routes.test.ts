@@ -91,6 +91,12 @@ t.test('each audience has its document, split from the hand-written one', async 
   t.same(operator.json, audienceDocument(source, 'operator'), '/admin/openapi.json: the operator API')
   t.equal((await call(t, app, { url: '/admin/openapi.json' })).status, 401, 'behind the operator token, like every /admin path')
   t.equal((await call(t, app, { url: '/admin/openapi.json', key: (await createProject()).key })).status, 401, 'an API key is not the operator token')
+  // Key-less resources are readable from any origin (contract §7; found by an outside review:
+  // a browser viewer on another origin could not fetch them); the operator's is not key-less.
+  for (const [url, res] of [['/openapi.json', json], ['/openapi.yaml', yaml], ['/portal/openapi.json', portal]] as const) {
+    t.equal(res.headers['access-control-allow-origin'], '*', `${url}: readable from any origin`)
+  }
+  t.notOk(operator.headers['access-control-allow-origin'], '/admin/openapi.json: no CORS header')
   const docs = await call(t, app, { url: '/docs/' })
   t.equal(docs.status, 200)
   t.match(docs.headers['content-type'], /^text\/html/)
