@@ -10,7 +10,6 @@ import type { Config } from './config.js'
 import type { DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
 import { handlers } from './handlers/index.js'
-import { FEED_HEADERS } from './handlers/portal-changelog.js'
 import { ApiError, invalidField, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
@@ -65,8 +64,13 @@ declare module 'fastify' {
  * (contract §13), a refusal the router makes (405) or a problem (400, 429) included.
  */
 const TESTER_PAGES = /^\/(?:beta\/(?:join|feedback)|portal\/[^/]+\/beta\/[^/]+)\/?$/
-/** The public feeds' paths: every answer there carries FEED_HEADERS, a 404 or 429 included, so that a browser client can read it. */
+/** The public feeds' paths: every answer there carries FEED_HEADERS, a 200, 304, 404 or 429 alike. */
 const FEEDS = /^\/portal\/[^/]+\/changelog\.(?:atom|json)$/
+/**
+ * A feed's readers may be web pages on any origin (contract §7); it holds only published
+ * entries. Opened in a browser tab, it must run and load nothing, whatever an entry holds.
+ */
+const FEED_HEADERS = { 'access-control-allow-origin': '*', 'content-security-policy': "default-src 'none'" }
 
 /**
  * The router refuses a URL it cannot decode, which routableUrl (validation.ts) leaves it none of:

@@ -8,6 +8,9 @@ export type LabelsResult = { ok: true; labels: string[] } | { ok: false; index: 
 /** One label as it is stored and matched: trimmed and lowercased. */
 export const normalizeLabel = (label: string): string => label.trim().toLowerCase()
 
+/** Whether `value` is a label as stored: trimmed, lowercased, 1 to MAX_LABEL_LENGTH characters. */
+export const isStoredLabel = (value: string): boolean => value !== '' && normalizeLabel(value) === value && [...value].length <= MAX_LABEL_LENGTH
+
 /** Trimmed, lowercased and de-duplicated in first-seen order: `["New", "new "]` → `["new"]`. */
 export function normalizeLabels(labels: readonly string[]): LabelsResult {
   const seen = new Set<string>()

@@ -1,6 +1,4 @@
-import type { Repos } from '../db/repos/index.js'
 import type { ProgramFields, ProgramPatch, ProgramRow } from '../db/repos/programs.js'
-import type { ProjectScope } from '../db/repos/scope.js'
 import { isId } from '../domain/ids.js'
 import { refusedTransitionMessage } from '../domain/program-status.js'
 import { slugify } from '../domain/slug.js'
@@ -8,7 +6,7 @@ import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
-import { page, pageRequest, type PageQuery, type PageRequest } from './pagination.js'
+import { page, pageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function programRecord(row: ProgramRow): Schemas['BetaProgram'] {

@@ -1,7 +1,7 @@
 import { LIST_ORDER_COLUMN, type EntryPatch, type EntryView, type ListStatus } from '../db/repos/changelog.js'
 import { scopeOfCursor } from '../domain/cursor.js'
 import { isId } from '../domain/ids.js'
-import { MAX_LABEL_LENGTH, normalizeLabel, normalizeLabels } from '../domain/labels.js'
+import { isStoredLabel, normalizeLabel, normalizeLabels } from '../domain/labels.js'
 import { canonicalLocale, sameLocale } from '../domain/locale.js'
 import { checkPublishingInput, decidePublishing, type PublishedAt, type PublishingDecision } from '../domain/publishing.js'
 import { ifMatch, preconditionFailed } from '../http/conditional.js'
@@ -68,8 +68,7 @@ function heldFilters(cursor: string | undefined): { status?: ListStatus; label?:
   } catch {
     return {}
   }
-  const isLabel = (value: unknown) => typeof value === 'string' && value !== '' && [...value].length <= MAX_LABEL_LENGTH && labelQuery(value) === value
-  if (held !== null && !isLabel(held)) return {}
+  if (held !== null && !(typeof held === 'string' && isStoredLabel(held))) return {}
   return { status: status as ListStatus, label: held as string | null }
 }
 

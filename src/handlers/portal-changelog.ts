@@ -26,12 +26,6 @@ import { labelQuery } from './changelog.js'
 const noFeed = () => new ApiError('not_found', 'No changelog here: the project does not exist.')
 
 /**
- * A feed's readers may be web pages on any origin (contract §7); it holds only published
- * entries. Opened in a browser tab, it must run and load nothing, whatever an entry holds.
- */
-export const FEED_HEADERS = { 'access-control-allow-origin': '*', 'content-security-policy': "default-src 'none'" }
-
-/**
  * HTML read per statement. Stored HTML can reach a megabyte an entry (MAX_HTML_LENGTH), and
  * the embedded database returns a statement's rows in one go on the event loop: a large entry is
  * read alone, ordinary ones many to a statement, with a turn of the event loop between
@@ -176,7 +170,6 @@ async function feedReply(
     etag: changelogETag(contentType, { locale, label }, state, ctx.config.publicBaseUrl),
     contentType,
     lastModified: feedUpdated({ entries: state.entries, projectChangedAt: changedAt }),
-    headers: FEED_HEADERS,
     body: () =>
       sentWithin(ctx, to, state, locale, (entries) =>
         build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl }),

@@ -9,11 +9,11 @@ import { html, HTML_TYPE, page, pageSecurityHeaders, type SafeHtml } from './htm
 export const FEEDBACK_MAX = 10_000
 
 /**
- * Headers of every tester portal page: never cached, never framed, no Referer, no script, and
- * never indexed: the join page's URL and the forms' answers hold a tester's token (the meta
- * robots tag says the same, for the crawlers that read only the page).
+ * Headers of every tester portal page: never cached, never framed, no Referer, no script. Never
+ * indexed either: the app sets X-Robots-Tag on every answer at a tester page's path (app.ts,
+ * TESTER_PAGES), and the meta robots tag says the same, for the crawlers that read only the page.
  */
-export const PAGE_HEADERS = { 'content-type': HTML_TYPE, 'cache-control': 'no-store', 'x-robots-tag': 'noindex', ...pageSecurityHeaders() }
+export const PAGE_HEADERS = { 'content-type': HTML_TYPE, 'cache-control': 'no-store', ...pageSecurityHeaders() }
 
 const date = (value: Date) => value.toISOString().replace('T', ' ').slice(0, 16) + ' UTC'
 

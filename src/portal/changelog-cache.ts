@@ -60,7 +60,7 @@ export interface Representation<B> {
   contentType: string
   /** The latest change among the entries shown; undefined sends no Last-Modified. */
   lastModified?: Date
-  /** Extra headers for the 200 and the 304 alike (CORS on feeds). */
+  /** Extra headers for the 200 and the 304 alike (a page's security headers). */
   headers?: Record<string, string>
   /** Builds what is sent; called only for a 200. */
   body: () => Promise<B>
