@@ -28,24 +28,48 @@ export function makeRepos(db: Database, publicBaseUrl?: string, hooks: RepoHooks
   return bind(db, publicBaseUrl, hooks, undefined)
 }
 
-function queries(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks, inTransaction: Transaction | undefined) {
+/**
+ * Each repository, as a function that builds it. Building one builds its query shapes (tens of
+ * microseconds each, the enrollment's CTE more), and a transaction binds them all anew to its
+ * connection, so they are built on first use (`builtOnUse`): a transaction pays for the ones it uses.
+ */
+function builders(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks, inTransaction: Transaction | undefined) {
   const transact: Transact = inTransaction ? (work) => work(db) : newTransaction(db)
   // A write that is one statement outside a transaction has committed when it returns.
   const deliveriesDue = inTransaction ? () => (inTransaction.due = true) : () => hooks.deliveriesDue?.()
   return {
-    projects: projectsRepo(db),
-    programs: programsRepo(db),
-    testers: testersRepo(db, publicBaseUrl, deliveriesDue),
-    feedback: feedbackRepo(db),
-    portal: portalRepo(db, transact),
-    changelog: changelogRepo(db, transact),
-    idempotency: idempotencyRepo(db),
-    outbox: outboxRepo(db, inTransaction && { due: deliveriesDue }),
-    webhooks: webhooksRepo(db, inTransaction && { due: deliveriesDue }),
+    projects: () => projectsRepo(db),
+    programs: () => programsRepo(db),
+    testers: () => testersRepo(db, publicBaseUrl, deliveriesDue),
+    feedback: () => feedbackRepo(db),
+    portal: () => portalRepo(db, transact),
+    changelog: () => changelogRepo(db, transact),
+    idempotency: () => idempotencyRepo(db),
+    outbox: () => outboxRepo(db, inTransaction && { due: deliveriesDue }),
+    webhooks: () => webhooksRepo(db, inTransaction && { due: deliveriesDue }),
   }
 }
 
-export type Repos = ReturnType<typeof queries> & {
+type Built<T extends Record<string, () => unknown>> = { [K in keyof T]: ReturnType<T[K]> }
+
+/** An object whose members are made by their builder on first read, then kept. */
+function builtOnUse<T extends Record<string, () => unknown>>(build: T): Built<T> {
+  const object = {} as Built<T>
+  for (const name of Object.keys(build)) {
+    Object.defineProperty(object, name, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const value = build[name]!()
+        Object.defineProperty(object, name, { value, enumerable: true, writable: true })
+        return value
+      },
+    })
+  }
+  return object
+}
+
+export type Repos = Built<ReturnType<typeof builders>> & {
   /**
    * Runs `work` in one transaction, on repositories bound to it: what it writes, events
    * included (outbox.record), commits together or not at all. Called on a transaction's
@@ -55,15 +79,13 @@ export type Repos = ReturnType<typeof queries> & {
 }
 
 function bind(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks, inTransaction: Transaction | undefined): Repos {
-  const repos: Repos = {
-    ...queries(db, publicBaseUrl, hooks, inTransaction),
-    async transaction<T>(work: (tx: Repos) => Promise<T>): Promise<T> {
-      if (inTransaction) return work(repos)
-      const state: Transaction = { due: false }
-      const result = await db.transaction((tx) => work(bind(tx as unknown as Database, publicBaseUrl, hooks, state)))
-      if (state.due) hooks.deliveriesDue?.()
-      return result
-    },
+  const repos = builtOnUse(builders(db, publicBaseUrl, hooks, inTransaction)) as Repos
+  repos.transaction = async <T>(work: (tx: Repos) => Promise<T>): Promise<T> => {
+    if (inTransaction) return work(repos)
+    const state: Transaction = { due: false }
+    const result = await db.transaction((tx) => work(bind(tx as unknown as Database, publicBaseUrl, hooks, state)))
+    if (state.due) hooks.deliveriesDue?.()
+    return result
   }
   return repos
 }

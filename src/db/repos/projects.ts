@@ -47,6 +47,16 @@ const HELD_ROW_RETRY_MS = 1000
 /** Key uses as the JSON that json_to_recordset reads in recordKeyUse and deferKeyUses. */
 const usesJson = (uses: KeyUse[]) => JSON.stringify(uses.map((u) => ({ key_hash: u.keyHash, used_at: u.usedAt.toISOString() })))
 
+/** The project of a live API key, by the key's hash: the guard's lookup. */
+function buildKeyLookup(db: Database) {
+  return db
+    .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled })
+    .from(api_keys)
+    .innerJoin(projects, eq(projects.id, api_keys.project_id))
+    .where(liveKey(sql.placeholder('keyHash')))
+    .prepare('api_key_lookup')
+}
+
 export function projectsRepo(db: Database) {
   async function insertKey(tx: Database, projectId: string, fields: ApiKeyFields = {}): Promise<{ key: ApiKeyRow; apiKey: string }> {
     const apiKey = newApiKey()
@@ -57,12 +67,8 @@ export function projectsRepo(db: Database) {
     return { key: key!, apiKey }
   }
 
-  const keyLookup = db
-    .select({ id: projects.id, plan: projects.plan, beta_enabled: projects.beta_enabled })
-    .from(api_keys)
-    .innerJoin(projects, eq(projects.id, api_keys.project_id))
-    .where(liveKey(sql.placeholder('keyHash')))
-    .prepare('api_key_lookup')
+  // Built on first use and kept: most transactions never look a key up.
+  let keyLookup: ReturnType<typeof buildKeyLookup> | undefined
 
   /** Every project, newest first, in the order of projects_created_idx (an EXPLAIN test holds it). */
   const listQuery = (options: PageOptions) => {
@@ -176,7 +182,7 @@ export function projectsRepo(db: Database) {
      * on every instance), so it is built once and runs as a prepared statement.
      */
     async findByKeyHash(keyHash: string): Promise<Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> | undefined> {
-      const [row] = await keyLookup.execute({ keyHash })
+      const [row] = await (keyLookup ??= buildKeyLookup(db)).execute({ keyHash })
       return row
     },
 

@@ -36,8 +36,48 @@ interface ListOptions extends PageOptions {
 const ENROLLED_TESTER = { source: 'invite', status: 'invited', end_user_id: null, joined_at: null } as const
 const ENROLLED: EventType = 'beta_tester.enrolled'
 
-// Each retry means the tester was deleted between our insert and our read: one more is plenty.
+// Each retry means the tester was deleted between our insert and our read: three attempts are plenty.
 const ENROLL_ATTEMPTS = 3
+
+/** The statement that enrolls a new tester and writes its event, if the insert wrote it: see enroll(). */
+function buildEnrollStatement(db: Database) {
+  const p = sql.placeholder
+  const inserted = db.$with('tester').as(
+    db
+      .insert(beta_testers)
+      .select(
+        db
+          .select({
+            // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
+            id: sql<string>`${p('id')}::text`,
+            beta_program_id: beta_programs.id,
+            email: sql<string>`${p('email')}::text`,
+            token: sql<string>`${p('token')}::text`,
+            source: sql<'invite'>`${ENROLLED_TESTER.source}::text`,
+            status: sql<'invited'>`${ENROLLED_TESTER.status}::text`,
+            end_user_id: sql<null>`null::text`,
+            invited_at: sql<Date>`now()`,
+            joined_at: sql<null>`null::timestamptz`,
+          })
+          .from(beta_programs)
+          .where(and(eq(beta_programs.project_id, p('projectId')), eq(beta_programs.id, p('programId')), ne(beta_programs.status, 'closed')))
+          .for('share') as never,
+      )
+      .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
+      .returning(),
+  )
+  // Its event, in the same statement: written only when the insert wrote the tester.
+  const enrolled = eventCtes(
+    db,
+    sql`select ${p('eventId')}::text, ${p('projectId')}::text, ${ENROLLED}::text, ${timestampedDataSql(inserted.invited_at)} from ${inserted}`,
+  )
+  const { id, beta_program_id, email, token, source, status, end_user_id, invited_at, joined_at } = inserted
+  return db
+    .with(inserted, ...enrolled.ctes)
+    .select({ id, beta_program_id, email, token, source, status, end_user_id, invited_at, joined_at, deliveries: enrolled.deliveries })
+    .from(inserted)
+    .prepare('tester_enroll')
+}
 
 /**
  * `publicBaseUrl`: the origin a tester record's `join_url` is built on (PUBLIC_BASE_URL); it is
@@ -80,43 +120,8 @@ export function testersRepo(db: Database, publicBaseUrl: string | undefined, del
       .limit(options.limit)
       .offset(options.after ? 0 : options.offset)
 
-  // The enrollment of a new tester, built once (enrollment is the hot write): see enroll().
-  const p = sql.placeholder
-  const inserted = db.$with('tester').as(
-    db
-      .insert(beta_testers)
-      .select(
-        db
-          .select({
-            // Every column, in the table's order (Drizzle's rule for INSERT ... SELECT).
-            id: sql<string>`${p('id')}::text`,
-            beta_program_id: beta_programs.id,
-            email: sql<string>`${p('email')}::text`,
-            token: sql<string>`${p('token')}::text`,
-            source: sql<'invite'>`${ENROLLED_TESTER.source}::text`,
-            status: sql<'invited'>`${ENROLLED_TESTER.status}::text`,
-            end_user_id: sql<null>`null::text`,
-            invited_at: sql<Date>`now()`,
-            joined_at: sql<null>`null::timestamptz`,
-          })
-          .from(beta_programs)
-          .where(and(eq(beta_programs.project_id, p('projectId')), eq(beta_programs.id, p('programId')), ne(beta_programs.status, 'closed')))
-          .for('share') as never,
-      )
-      .onConflictDoNothing({ target: [beta_testers.beta_program_id, beta_testers.email] })
-      .returning(),
-  )
-  // Its event, in the same statement: written only when the insert wrote the tester.
-  const enrolled = eventCtes(
-    db,
-    sql`select ${p('eventId')}::text, ${p('projectId')}::text, ${ENROLLED}::text, ${timestampedDataSql(inserted.invited_at)} from ${inserted}`,
-  )
-  const { id, beta_program_id, email, token, source, status, end_user_id, invited_at, joined_at } = inserted
-  const enrollStatement = db
-    .with(inserted, ...enrolled.ctes)
-    .select({ id, beta_program_id, email, token, source, status, end_user_id, invited_at, joined_at, deliveries: enrolled.deliveries })
-    .from(inserted)
-    .prepare('tester_enroll')
+  // The enrollment of a new tester, built on first use and kept (enrollment is the hot write).
+  let enrollStatement: ReturnType<typeof buildEnrollStatement> | undefined
 
   return {
     listQuery,
@@ -136,7 +141,7 @@ export function testersRepo(db: Database, publicBaseUrl: string | undefined, del
       for (let attempt = 0; attempt < ENROLL_ATTEMPTS; attempt++) {
         const fresh = { ...ENROLLED_TESTER, id: newId('bt'), beta_program_id: programId, email, token: newTesterToken() }
         const data = timestampedData((invited_at) => record({ ...fresh, invited_at }))
-        const [created] = await enrollStatement.execute({ projectId, programId, email, id: fresh.id, token: fresh.token, eventId: newId('evt'), ...data })
+        const [created] = await (enrollStatement ??= buildEnrollStatement(db)).execute({ projectId, programId, email, id: fresh.id, token: fresh.token, eventId: newId('evt'), ...data })
         if (created) {
           const { deliveries, ...row } = created
           if (deliveries > 0) deliveriesDue()
