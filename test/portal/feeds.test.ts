@@ -398,3 +398,39 @@ t.test('large entries are read a few at a time, with a turn of the event loop be
     t.equal(together, 0, `${path}: a turn of the event loop between any two reads`)
   }
 })
+
+t.test('an entry unpublished between the page state and its bodies shows nothing of its draft', async (t) => {
+  // The page, permalink and feeds read which entries show, then their HTML in a second
+  // statement: an entry made a draft and rewritten in between was shown with the draft's text
+  // (found by a code review). The rewrite is made at the second read, as a racing PATCH would.
+  let unpublish: (() => Promise<unknown>) | undefined
+  const { makeRepos } = await import('../../src/db/repos/index.js')
+  const racing: typeof makeRepos = (...args) => {
+    const repos = makeRepos(...args)
+    const read = repos.changelog.portalEntries.bind(repos.changelog)
+    repos.changelog.portalEntries = async (projectId, ids, locale) => {
+      await unpublish?.()
+      return read(projectId, ids, locale)
+    }
+    return repos
+  }
+  const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: racing } })
+  const { defaults } = await import('../../src/config.js')
+  const app = await buildApp({ ...defaults, logLevel: 'silent' }, await testDatabase())
+  t.teardown(() => app.close())
+  const { id, key } = await createProject()
+  const shown = await create(t, key, { title: 'Shown', body: 'Out now.', status: 'published' })
+  const withdrawn = await create(t, key, { title: 'Withdrawn', body: 'Out soon.', status: 'published' })
+  const { db } = await testDatabase()
+
+  for (const path of ['changelog', `changelog/${withdrawn.id}`, 'changelog.atom', 'changelog.json']) {
+    await db.execute(sql`update changelog_entries set published_at = now() - interval '1 minute', body = 'Out soon.', body_html = '<p>Out soon.</p>' where id = ${withdrawn.id}`)
+    unpublish = () => db.execute(sql`update changelog_entries set published_at = null, body = 'SECRET DRAFT', body_html = '<p>SECRET DRAFT</p>' where id = ${withdrawn.id}`)
+    const res = await call(t, app, { url: `/portal/${id}/${path}` })
+    unpublish = undefined
+    t.notMatch(res.raw, /SECRET DRAFT/, `${path}: the draft's text is not shown`)
+    if (path === 'changelog') t.match(res.raw, /Out now\./, `${path}: the entry still published is shown`)
+    else if (path.startsWith('changelog/')) t.equal(res.status, 404, `${path}: the permalink of an entry no longer published is a 404`)
+    else t.match(res.raw, new RegExp(shown.id), `${path}: the entry still published is in the feed`)
+  }
+})

@@ -405,7 +405,8 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
       })
       .from(e)
       .leftJoin(t, translationOf(key))
-      .where(and(eq(e.project_id, projectId), sql`${e.id} = any(${ids}::text[])`))
+      // Still published: an entry unpublished since the state was read shows nothing of its draft.
+      .where(and(eq(e.project_id, projectId), sql`${e.id} = any(${ids}::text[])`, lte(e.published_at, sql`now()`)))
 
   /** One entry of the project, in the translation `localeKey` names when it has one. */
   const getQuery = (projectId: ProjectIdInput, id: Input<string>, key: Input<string> | undefined) =>
