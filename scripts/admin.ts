@@ -13,14 +13,13 @@
 // fails then, rather than anything running differently.
 import { describeError, runAdminCommand } from '../src/cli/admin.js'
 import { loadConfig } from '../src/config.js'
-import { openDatabase, type DbHandle } from '../src/db/client.js'
+import { openConfiguredDatabase, type DbHandle } from '../src/db/client.js'
 
 let database: DbHandle | undefined
 try {
   const config = loadConfig()
-  database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, role: 'the admin CLI', prepare: config.dbPrepare })
+  database = await openConfiguredDatabase(config, 'the admin CLI')
   process.stderr.write(`Using ${database.description}.\n`)
-  await database.migrate()
   const result = await runAdminCommand(process.argv.slice(2), config, database)
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
 } catch (error) {

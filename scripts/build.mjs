@@ -13,7 +13,7 @@ import { createRequire } from 'node:module'
 import { basename, dirname, join, relative, resolve } from 'node:path'
 
 const SOURCES = ['src', 'generated']
-const EXTRA = ['scripts/admin.ts', 'scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
+const EXTRA = ['scripts/admin.ts', 'scripts/migrate.ts', 'scripts/bench/minimal-server.ts', 'scripts/bench/receiver.ts']
 
 // A build leaves a record in dist/: what it was built from (a hash of the sources and of what
 // else decides the output: this script, esbuild's version, package.json and every tsconfig or

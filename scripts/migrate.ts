@@ -1,13 +1,14 @@
 // npm run db:migrate: applies drizzle/ to the configured database (DATABASE_URL, or the
 // embedded one under DATA_DIR) and exits. The server also migrates on start.
-import { loadConfig } from '../src/config.js'
-import { openDatabase } from '../src/db/client.js'
+import { loadConfig, SetupError } from '../src/config.js'
+import { openConfiguredDatabase } from '../src/db/client.js'
 
-const config = loadConfig()
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, prepare: config.dbPrepare })
 try {
-  await database.migrate()
-  console.log(`migrated the ${database.kind} database`)
-} finally {
+  const database = await openConfiguredDatabase(loadConfig(), 'npm run db:migrate')
+  console.log(`migrated ${database.description}`)
   await database.close()
+} catch (error) {
+  if (!(error instanceof SetupError)) throw error
+  process.stderr.write(`Cannot migrate: ${error.message}\n`)
+  process.exitCode = 1
 }

@@ -71,6 +71,9 @@ export interface Config {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
+/** DB_STATEMENT_DEADLINE_MS's default: PostgreSQL answers a statement it cancels, so only a silent network may reach it. */
+export const statementDeadlineFor = (statementTimeoutMs: number) => statementTimeoutMs + 1000
+
 export const defaults: Config = Object.freeze({
   port: 3000,
   host: '127.0.0.1',
@@ -199,8 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new SetupError('ADMIN_TOKEN must be at least 16 characters long: make one with `openssl rand -hex 24`, or unset it to turn the operator API off.')
   }
   const dbStatementTimeoutMs = integer(env, 'DB_STATEMENT_TIMEOUT_MS', defaults.dbStatementTimeoutMs, 100, 600_000)
-  // PostgreSQL answers a statement it cancels: only a silent network may reach the deadline.
-  const dbStatementDeadlineMs = integer(env, 'DB_STATEMENT_DEADLINE_MS', dbStatementTimeoutMs + 1000, dbStatementTimeoutMs + 100, 3_600_000)
+  const dbStatementDeadlineMs = integer(env, 'DB_STATEMENT_DEADLINE_MS', statementDeadlineFor(dbStatementTimeoutMs), dbStatementTimeoutMs + 100, 3_600_000)
   return Object.freeze({
     port: integer(env, 'PORT', defaults.port, 0, 65535),
     host: env.HOST || defaults.host,

@@ -9,7 +9,7 @@ import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { loadConfig, SetupError, type Config } from './config.js'
-import { openDatabase, type DbHandle } from './db/client.js'
+import { openConfiguredDatabase, type DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
 import { autovacuumRuns, startWebhookDispatcher, type WebhookDispatcher } from './jobs/webhook-dispatcher.js'
 import { eventPruning } from './jobs/event-pruning.js'
@@ -78,17 +78,7 @@ let jobs: PeriodicJob<unknown>[] = []
 async function start(): Promise<void> {
   try {
     config = loadConfig()
-    database = await openDatabase({
-      databaseUrl: config.databaseUrl,
-      dataDir: config.databaseUrl ? undefined : config.dataDir,
-      poolSize: config.dbPoolSize,
-      connectTimeout: config.dbConnectTimeout,
-      statementTimeoutMs: config.dbStatementTimeoutMs,
-      prepare: config.dbPrepare,
-      statementDeadlineMs: config.dbStatementDeadlineMs,
-      role: 'the server',
-    })
-    await database.migrate()
+    database = await openConfiguredDatabase(config, 'the server')
     // A write that makes deliveries due wakes this instance's dispatcher once it has committed.
     app = await buildApp(config, database, { deliveriesDue: () => dispatcher?.wake() })
     // From the moment the port opens (before the demo project and the background jobs below

@@ -17,6 +17,8 @@ import { PreparedPGlite } from './pglite-prepared.js'
 import { ConnectGate, connectionError, systemClock, type Availability, type Clock, type TlsMode } from './gate.js'
 import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
+import { defaults, SetupError, statementDeadlineFor, type Config } from '../config.js'
+import { databaseStartProblem } from './start-problem.js'
 import * as schema from './schema.js'
 
 export type Schema = typeof schema
@@ -117,22 +119,51 @@ function describePostgres(url: string): string {
   }
 }
 
+/**
+ * The database the configuration names (DATABASE_URL, or the embedded one in DATA_DIR, with the
+ * DB_* settings), opened by `role` and migrated: how the server, the admin CLI and
+ * `npm run db:migrate` open it. A database that refuses them (unreachable, no such database,
+ * a wrong password) is a SetupError saying so in one line.
+ */
+export async function openConfiguredDatabase(config: Config, role: string): Promise<DbHandle> {
+  const options: DbOptions = {
+    databaseUrl: config.databaseUrl,
+    dataDir: config.databaseUrl ? undefined : config.dataDir,
+    poolSize: config.dbPoolSize,
+    connectTimeout: config.dbConnectTimeout,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    statementDeadlineMs: config.dbStatementDeadlineMs,
+    prepare: config.dbPrepare,
+    role,
+  }
+  let database: DbHandle | undefined
+  try {
+    database = await openDatabase(options)
+    await database.migrate()
+    return database
+  } catch (error) {
+    await database?.close().catch(() => undefined)
+    const problem = databaseStartProblem(error, config.databaseUrl ? describePostgres(config.databaseUrl) : `the embedded database in ${config.dataDir}`)
+    throw problem ? new SetupError(problem) : error
+  }
+}
+
 export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl) {
     assertPatchedDriver()
-    const statementTimeoutMs = options.statementTimeoutMs ?? 5000
+    const statementTimeoutMs = options.statementTimeoutMs ?? defaults.dbStatementTimeoutMs
     const clock = options.clock ?? systemClock
-    const connectTimeout = options.connectTimeout ?? 5
+    const connectTimeout = options.connectTimeout ?? defaults.dbConnectTimeout
     const gate = new ConnectGate({
-      statementDeadlineMs: options.statementDeadlineMs ?? statementTimeoutMs + 1000,
+      statementDeadlineMs: options.statementDeadlineMs ?? statementDeadlineFor(statementTimeoutMs),
       connectTimeoutMs: connectTimeout * 1000,
       tls: tlsMode(options.databaseUrl),
       keepAliveMs: KEEP_ALIVE_S * 1000,
       clock,
     })
-    const prepare = options.prepare ?? true
+    const prepare = options.prepare ?? defaults.dbPrepare
     const pipelineDepth = prepare ? PIPELINE_DEPTH : 1
-    const connections = options.poolSize ?? 10
+    const connections = options.poolSize ?? defaults.dbPoolSize
     const client = postgres(options.databaseUrl, {
       max: connections,
       // Off (0): the gate ends a startup that takes longer than connectTimeout, on its clock,

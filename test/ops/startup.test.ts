@@ -114,6 +114,34 @@ t.test('start-up that explains itself: a busy port or a bad setting is one line,
   }
 })
 
+t.test('a PostgreSQL that refuses the start is one line for the server, the admin CLI and db:migrate, not a stack trace', async (t) => {
+  // They printed the driver's error and stack (found by a takeover review).
+  const closed = createServer()
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+  const nowhere = (closed.address() as AddressInfo).port
+  await new Promise((resolve) => closed.close(resolve))
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const cases = [
+    [`postgres://postgres@127.0.0.1:${nowhere}/app`, `PostgreSQL at 127.0.0.1:${nowhere}/app cannot be reached (connect ECONNREFUSED 127.0.0.1:${nowhere}): start it, or set DATABASE_URL to a database that answers.`],
+    [
+      'postgres://postgres@127.0.0.1:5432/feedback_no_such_database',
+      'PostgreSQL at 127.0.0.1:5432/feedback_no_such_database refused the start: database "feedback_no_such_database" does not exist (SQLSTATE 3D000): create it (createdb), or set DATABASE_URL to a database that exists.',
+    ],
+  ] as const
+  for (const [url, line] of cases) {
+    const env = { ...embeddedEnv('unused', port), DATABASE_URL: url }
+    const server = failedStart(env)
+    t.equal(server.status, 1, `${url}: the server exits 1`)
+    t.equal(server.stderr, `Cannot start: ${line}\n`, `${url}: the server says why in one line`)
+    const cli = admin(env, 'list-projects')
+    t.equal(cli.status, 1, `${url}: the admin CLI exits 1`)
+    t.equal(cli.stderr, `Cannot run: ${line}\n`, `${url}: the admin CLI says why in one line`)
+    const migrate = spawnSync(...asUserRuns(process.execPath, ['dist/scripts/migrate.js']), { cwd: root, env, encoding: 'utf8' })
+    t.equal(migrate.status, 1, `${url}: db:migrate exits 1`)
+    t.equal(migrate.stderr, `Cannot migrate: ${line}\n`, `${url}: db:migrate says why in one line`)
+  }
+})
+
 t.test('a SIGTERM as soon as the port is open is not a kill: the start finishes, then the server drains and exits 0', async (t) => {
   const dataDir = await newDataDir(t)
   const port = 20_000 + Math.floor(Math.random() * 20_000)

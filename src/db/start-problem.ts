@@ -1,0 +1,25 @@
+// What the server and the admin CLI say when the database refuses them at start-up: one line
+// the operator can act on, instead of the driver's stack trace.
+import { isUnavailable } from '../http/errors.js'
+
+const SQLSTATE = /^[0-9A-Z]{5}$/
+
+/** Hints for the SQLSTATEs an operator meets when DATABASE_URL names the wrong thing. */
+const HINTS: [RegExp, string][] = [
+  [/^3D000$/, 'create it (createdb), or set DATABASE_URL to a database that exists'],
+  [/^28/, 'check the user and password in DATABASE_URL'],
+  [/^42501$/, 'the user in DATABASE_URL needs the right to create tables in this database'],
+]
+
+/**
+ * The line for an error met while opening or migrating `database` (its description, such as
+ * "PostgreSQL at 127.0.0.1:5432/app"); undefined when the error is not the database's (a bug).
+ */
+export function databaseStartProblem(error: unknown, database: string): string | undefined {
+  if (!(error instanceof Error)) return undefined
+  if (isUnavailable(error)) return `${database} cannot be reached (${error.message}): start it, or set DATABASE_URL to a database that answers.`
+  const code = (error as { code?: unknown }).code
+  if (typeof code !== 'string' || !SQLSTATE.test(code)) return undefined
+  const hint = HINTS.find(([pattern]) => pattern.test(code))?.[1]
+  return `${database} refused the start: ${error.message} (SQLSTATE ${code})${hint ? `: ${hint}.` : '.'}`
+}
