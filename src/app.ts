@@ -9,6 +9,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { Config } from './config.js'
 import type { DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
+import { loggableError } from './db/results.js'
 import { handlers } from './handlers/index.js'
 import { ApiError, invalidField, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
@@ -36,15 +37,6 @@ const DOCS = '/docs'
 const SCALAR_DOCUMENT_COPIES = new Set([`${DOCS}/openapi.json`, `${DOCS}/openapi.yaml`])
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const readDocument = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as object
-
-/** What a 5xx log line may hold of an error: never a query, its parameters or a secret in them. */
-function loggableError(error: unknown): Record<string, unknown> {
-  let inner: unknown = error
-  while (inner && typeof inner === 'object' && (inner as { cause?: unknown }).cause) inner = (inner as { cause: unknown }).cause
-  const e = inner as { name?: string; code?: string; message?: string; stack?: string }
-  const outer = error as { name?: string }
-  return { type: outer?.name, cause_type: e?.name, code: e?.code, message: e?.message, stack: e?.stack }
-}
 
 declare module 'fastify' {
   interface FastifyInstance {

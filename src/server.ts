@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { loadConfig, SetupError, type Config } from './config.js'
 import { openConfiguredDatabase, type DbHandle } from './db/client.js'
+import { loggableError } from './db/results.js'
 import { makeRepos } from './db/repos/index.js'
 import { autovacuumRuns, startWebhookDispatcher, type WebhookDispatcher } from './jobs/webhook-dispatcher.js'
 import { eventPruning } from './jobs/event-pruning.js'
@@ -123,7 +124,7 @@ async function start(): Promise<void> {
  */
 async function shutDown({ err, signal }: { err?: Error; signal?: string }): Promise<void> {
   if (err) {
-    app!.log.error({ err }, 'shutting down after an error')
+    app!.log.error({ err: loggableError(err) }, 'shutting down after an error')
   } else {
     await starting.catch(() => undefined)
     app!.log.info({ signal }, 'shutting down')

@@ -19,3 +19,16 @@ export function someCause(error: unknown, test: (cause: { code?: unknown; messag
   }
   return false
 }
+
+/**
+ * What a log line may hold of an error: its type, and the type, code, message and stack of the
+ * innermost error it wraps (the driver's, or our own). Never Drizzle's message, which holds the
+ * query and its parameters, and so any secret among them.
+ */
+export function loggableError(error: unknown): Record<string, unknown> {
+  let inner: unknown = error
+  while (inner && typeof inner === 'object' && (inner as { cause?: unknown }).cause) inner = (inner as { cause: unknown }).cause
+  const e = inner as { name?: string; code?: string; message?: string; stack?: string }
+  const outer = error as { name?: string }
+  return { type: outer?.name, cause_type: e?.name, code: e?.code, message: e?.message, stack: e?.stack }
+}

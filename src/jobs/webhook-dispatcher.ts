@@ -25,7 +25,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
 import type { Database, DbHandle } from '../db/client.js'
 import { dispatchRepo, type ClaimedDelivery, type Outcome } from '../db/repos/dispatch.js'
-import { sqlState } from '../db/results.js'
+import { loggableError, sqlState } from '../db/results.js'
 import { DEFAULT_TIMEOUT_MS, Sender, type AttemptKind, type AttemptResult, type Resolver, type Timers } from '../webhooks/send.js'
 import { signatureHeaders, type SignatureHeaders } from '../webhooks/sign.js'
 
@@ -136,7 +136,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     failing = true
   }
   /** A bug of ours: logged, never a crash of the process. */
-  const unexpected = (error: unknown) => log.error({ err: loggable(error) }, 'webhook deliveries: unexpected error')
+  const unexpected = (error: unknown) => log.error({ err: loggableError(error) }, 'webhook deliveries: unexpected error')
 
   function look(): void {
     if (stopping) return

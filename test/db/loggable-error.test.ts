@@ -1,0 +1,24 @@
+// What a log line holds of a database error: its types, SQLSTATE, message and stack, never the
+// query or its parameters (house-style: a Drizzle error's message holds both).
+import { DrizzleQueryError } from 'drizzle-orm/errors'
+import t from 'tap'
+import { loggableError } from '../../src/db/results.js'
+
+t.test('a failed query is logged by its type, its SQLSTATE and the driver message, without the query or its parameters', async (t) => {
+  const secret = 'whsec_c2VjcmV0IHRoYXQgbXVzdCBub3QgYmUgbG9nZ2Vk'
+  const driver = Object.assign(new Error('duplicate key value violates unique constraint "webhook_endpoints_pkey"'), { name: 'PostgresError', code: '23505' })
+  const error = new DrizzleQueryError('insert into "webhook_endpoints" ("id", "secret") values ($1, $2)', ['we_1', secret], driver)
+  t.match(error.message, secret, 'Drizzle puts the parameters in its message')
+  const logged = loggableError(error)
+  t.same(
+    { type: logged.type, cause_type: logged.cause_type, code: logged.code, message: logged.message },
+    { type: 'Error', cause_type: 'PostgresError', code: '23505', message: driver.message },
+  )
+  t.notMatch(JSON.stringify(logged), secret, 'no parameter')
+  t.notMatch(JSON.stringify(logged), /insert into/, 'no query')
+})
+
+t.test('an error of our own is logged whole', async (t) => {
+  const error = new TypeError("Cannot read properties of undefined (reading 'id')")
+  t.match(loggableError(error), { type: 'TypeError', cause_type: 'TypeError', message: error.message, stack: /TypeError/ })
+})
