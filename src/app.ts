@@ -11,7 +11,7 @@ import type { DbHandle } from './db/client.js'
 import { makeRepos } from './db/repos/index.js'
 import { loggableError } from './db/results.js'
 import { handlers } from './handlers/index.js'
-import { ApiError, invalidField, sendProblem, toApiError } from './http/errors.js'
+import { ApiError, BODY_LIMIT, invalidField, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
 import { registerJsonParser } from './http/json-parser.js'
@@ -30,7 +30,6 @@ import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
 import { refuseInvalidHost, refuseUndecodableUrl, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
 
-export const BODY_LIMIT = 1024 * 1024
 /** How long nothing may move on a connection while a request is served (connectionTimeout below). */
 export const STALLED_CONNECTION_MS = 60_000
 const DOCS = '/docs'

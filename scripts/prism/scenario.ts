@@ -159,8 +159,8 @@ export async function runScenario(ctx: ScenarioContext): Promise<void> {
   await api.send({ method: 'PATCH', path: joinerPath, token: key, json: { status: 'invited' }, expect: 409 })
 
   // --- feedback: joined testers write it on the portal, so it is written as the portal would
-  const feedback = await repos.feedback.create({ projectId: pro.id, programId: program.id, testerId: joiner.id, body: 'The editor crashes when I rotate the phone.', rating: 2 })
-  await repos.feedback.create({ projectId: pro.id, programId: program.id, testerId: joiner.id, body: 'Fixed in build 5, thanks!', rating: null })
+  const feedback = await repos.feedback.seed({ projectId: pro.id, programId: program.id, testerId: joiner.id, body: 'The editor crashes when I rotate the phone.', rating: 2 })
+  await repos.feedback.seed({ projectId: pro.id, programId: program.id, testerId: joiner.id, body: 'Fixed in build 5, thanks!', rating: null })
   const feedbackPath = `${programPath}/feedback`
   const feedbackPage = await api.send({ path: `${feedbackPath}?tester_id=${joiner.id}&limit=1`, token: key, expect: 200 })
   await api.send({ path: `${feedbackPath}?tester_id=${joiner.id}&limit=1`, token: key, headers: { 'if-none-match': feedbackPage.headers.get('etag')! }, expect: 304 })

@@ -6,10 +6,11 @@ import { customAlphabet } from 'nanoid'
 export const ID_PREFIXES = ['prj', 'key', 'bp', 'bt', 'fb', 'ch', 'eu', 'evt', 'we', 'wd'] as const
 export type IdPrefix = (typeof ID_PREFIXES)[number]
 
-const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
-const RANDOM_LENGTH = 21
-const RANDOM_PART = `[0-9A-Za-z]{${RANDOM_LENGTH}}`
-const randomPart = customAlphabet(ALPHABET, RANDOM_LENGTH)
+/** The characters of an id's random part, and how many it has (db/repos/outbox.ts makes delivery ids in SQL from them). */
+export const ID_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+export const ID_RANDOM_LENGTH = 21
+const RANDOM_PART = `[0-9A-Za-z]{${ID_RANDOM_LENGTH}}`
+const randomPart = customAlphabet(ID_ALPHABET, ID_RANDOM_LENGTH)
 const SHAPE = new RegExp(`^(${ID_PREFIXES.join('|')})_${RANDOM_PART}$`)
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${randomPart()}`

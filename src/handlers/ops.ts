@@ -13,14 +13,13 @@ export const getReady: Handler<'getReady'> = async (_request, ctx) => {
  * reads them. The operator document, behind ADMIN_TOKEN, sends no such header.
  */
 const PUBLIC_DOCUMENT = { 'access-control-allow-origin': '*' }
+type OpenApiDocument = { openapi: string; info: Record<string, never> }
 
 export const getOpenApiJson: Handler<'getOpenApiJson'> = async (_request, ctx) => ({
   status: 200,
-  body: ctx.spec.json as { openapi: string; info: Record<string, never> },
+  body: ctx.spec.json as OpenApiDocument,
   headers: PUBLIC_DOCUMENT,
 })
-
-type OpenApiDocument = { openapi: string; info: Record<string, never> }
 
 export const getOperatorOpenApiJson: Handler<'getOperatorOpenApiJson'> = async (_request, ctx) => ({
   status: 200,

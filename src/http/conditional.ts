@@ -2,7 +2,8 @@
 // carries a strong ETag, `If-None-Match` on a GET answers 304, and `If-Match` on a PATCH or
 // DELETE answers 412 when the resource changed since the client read it.
 //
-// A resource that can be written conditionally (a beta program, a tester, a changelog entry)
+// A resource that can be written conditionally (a beta program, a tester, a changelog entry, a
+// webhook endpoint)
 // gets its tag from the database, computed from its row (db/repos/etag.ts): the handler sends it,
 // and the repository checks If-Match in the statement that writes, so that two writes holding
 // one tag never both succeed. Any other answer (a list, feedback) is tagged here by a hash of the

@@ -8,6 +8,9 @@ import { fieldErrors, MAX_FIELD_ERRORS, type AjvError } from './field-messages.j
 import type { BusyReason } from './metrics.js'
 import { someCause } from '../db/results.js'
 
+/** The largest request body, in bytes (contract §1: 1 MiB; 413 beyond). */
+export const BODY_LIMIT = 1024 * 1024
+
 export type Problem = components['schemas']['Problem']
 export type ErrorCode = Problem['code']
 export type FieldError = NonNullable<Problem['errors']>[number]
@@ -126,7 +129,7 @@ export function toApiError(error: FastifyError & { validation?: AjvError[]; vali
         ? notJson()
         : new ApiError('validation_failed', 'The Content-Length header does not match the body.')
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload_too_large', 'The body is over 1048576 bytes.')
+      return new ApiError('payload_too_large', `The body is over ${BODY_LIMIT} bytes.`)
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ApiError('invalid_json', 'The body is not valid JSON.')
@@ -137,7 +140,7 @@ export function toApiError(error: FastifyError & { validation?: AjvError[]; vali
   // Anything else a client could have caused carries a 4xx statusCode from Fastify
   // (a malformed URL, say). Everything without one is ours.
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-    if (error.statusCode === 413) return new ApiError('payload_too_large', 'The body is over 1048576 bytes.')
+    if (error.statusCode === 413) return new ApiError('payload_too_large', `The body is over ${BODY_LIMIT} bytes.`)
     if (error.statusCode === 415) return notJson()
     if (error.statusCode === 404) return new ApiError('not_found', 'No such resource.')
     return new ApiError('validation_failed', 'The request could not be parsed.')

@@ -3,7 +3,7 @@
 // no redirects of their own.
 //
 // Bounded in every way a receiver could stretch it: one deadline over the whole attempt
-// (connecting, sending, the answer's head and body), at most BODY_LIMIT bytes of the answer read
+// (connecting, sending, the answer's head and body), at most ANSWER_READ_LIMIT bytes of the answer read
 // before its connection is closed, and nothing of the answer kept but its status. A receiver
 // that hangs, trickles, resets or streams without end costs one attempt, never a buffer, a
 // promise that never settles or an exception. The status line decides the outcome: what happens
@@ -120,7 +120,7 @@ export interface Attempt {
 
 export const DEFAULT_TIMEOUT_MS = 10_000
 /** Bytes of an answer read at most; a longer one has its connection closed instead of drained. */
-export const BODY_LIMIT = 4096
+export const ANSWER_READ_LIMIT = 4096
 /**
  * Idle keep-alive connections kept per origin, and how long each may wait for the next delivery:
  * less than the 5 s after which common servers (Node's, Apache's) close an idle connection, so
@@ -309,7 +309,7 @@ export class Sender {
   }
 
   /**
-   * One request and its answer, read to its end or to BODY_LIMIT. `status` once the answer's
+   * One request and its answer, read to its end or to ANSWER_READ_LIMIT. `status` once the answer's
    * status line has arrived; otherwise `error` says why none did.
    */
   #exchange(
@@ -351,7 +351,7 @@ export class Sender {
         let read = 0
         response.on('data', (chunk: Buffer) => {
           read += chunk.length
-          if (read > BODY_LIMIT) {
+          if (read > ANSWER_READ_LIMIT) {
             // Enough: what the answer says past this is never read, and its connection not reused.
             settle()
             response.destroy()

@@ -41,7 +41,7 @@ const COLLECTIONS: Record<string, Recipe> = {
       const repos = makeRepos((await testDatabase()).db)
       const tester = await repos.testers.enroll(tenant.project.id, ids.program_id!, `feedback-${tag}@example.com`, (row) => testerRecord(row, undefined))
       if (tester.outcome !== 'created' && tester.outcome !== 'existing') throw new Error(`cannot enroll a tester: ${tester.outcome}`)
-      const row = await repos.feedback.create({ projectId: tenant.project.id, programId: ids.program_id!, testerId: tester.row.id, body: `feedback ${tag}`, rating: 3 })
+      const row = await repos.feedback.seed({ projectId: tenant.project.id, programId: ids.program_id!, testerId: tester.row.id, body: `feedback ${tag}`, rating: 3 })
       return row.id
     },
   },

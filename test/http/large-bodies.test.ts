@@ -5,7 +5,7 @@
 // that many repeats, which would take hours if parsed in quadratic time: its answer comes at
 // once or not within the test's timeout.
 import t from 'tap'
-import { BODY_LIMIT } from '../../src/app.js'
+import { BODY_LIMIT } from '../../src/http/errors.js'
 import { parseForm } from '../../src/http/form-parser.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 

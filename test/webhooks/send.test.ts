@@ -6,7 +6,7 @@ import http from 'node:http'
 import { createSocket } from 'node:dgram'
 import { createServer, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { BODY_LIMIT, dnsResolver, guardConnections, Sender, systemResolver, type Attempt, type Resolver } from '../../src/webhooks/send.js'
+import { ANSWER_READ_LIMIT, dnsResolver, guardConnections, Sender, systemResolver, type Attempt, type Resolver } from '../../src/webhooks/send.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { headArrived, manualTimers, waitUntil } from '../helpers/webhooks.js'
 
@@ -140,7 +140,7 @@ t.test('an endless body: read to the limit, then the connection is closed; the 2
   t.same(await s.send(attemptTo(receiver.url)), { kind: 'succeeded', status: 200, error: null })
   t.equal(timers.pending(), 0, 'no deadline left running')
   await waitUntil(async () => receiver.open(), (open) => open === 0)
-  t.ok(receiver.hugeBytes() < 64 * 1024 * 1024, `the receiver could write only what the socket buffers hold (${receiver.hugeBytes()} bytes; read at most ${BODY_LIMIT})`)
+  t.ok(receiver.hugeBytes() < 64 * 1024 * 1024, `the receiver could write only what the socket buffers hold (${receiver.hugeBytes()} bytes; read at most ${ANSWER_READ_LIMIT})`)
   receiver.answer('huge')
   t.same(await s.send(attemptTo(receiver.url)), { kind: 'succeeded', status: 200, error: null }, 'and the next attempt is on a new connection')
   t.equal(receiver.connections(), 2)

@@ -1,5 +1,5 @@
 // Entity tags of the resources a client may change conditionally (If-Match on PATCH and DELETE:
-// beta programs, testers and changelog entries). The database computes them from the row, so a
+// beta programs, testers, changelog entries and webhook endpoints). The database computes them from the row, so a
 // conditional write checks the tag in the very statement that takes the row (UPDATE or DELETE
 // ... WHERE <tag> IN (...), or the locking read of a changelog update): of two writes holding one
 // tag, the second waits for the first's row lock, finds the tag changed and writes nothing. The

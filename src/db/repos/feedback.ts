@@ -57,8 +57,12 @@ export function feedbackRepo(db: Database) {
       return row
     },
 
-    /** Writes one piece of feedback; the caller has checked the tester may write it. */
-    async create(values: { projectId: string; programId: string; testerId: string; body: string; rating: number | null }): Promise<FeedbackRow> {
+    /**
+     * Writes a row of feedback as given, for the tests' and the Prism scenario's seeds only: it
+     * checks nothing and records no event. Testers write feedback through portal.addFeedback,
+     * which checks that they may and records beta_feedback.created with it.
+     */
+    async seed(values: { projectId: string; programId: string; testerId: string; body: string; rating: number | null }): Promise<FeedbackRow> {
       const [row] = await db
         .insert(beta_feedback)
         .values({ id: newId('fb'), project_id: values.projectId, beta_program_id: values.programId, beta_tester_id: values.testerId, body: values.body, rating: values.rating })

@@ -2,7 +2,7 @@
 // change that causes them (the transactional outbox). A write the API acknowledged always has its
 // event, even if the process dies the next instant; one that fails or rolls back never does.
 import { inArray, lt, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
-import { newId } from '../../domain/ids.js'
+import { ID_ALPHABET, ID_RANDOM_LENGTH, newId } from '../../domain/ids.js'
 import { EVENT_LOG_DAYS } from '../../webhooks/event-record.js'
 import { EVERY_TYPE, type EventType } from '../../webhooks/event-types.js'
 import type { Database } from '../client.js'
@@ -12,13 +12,12 @@ import { events } from '../schema.js'
 /** How long the event log keeps an event, as an interval: GET /v1/events shows this much, pruning deletes what is older. */
 export const EVENT_RETENTION = sql.raw(`interval '${EVENT_LOG_DAYS} days'`)
 
-const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 /**
  * A delivery id (`wd_` and 21 characters, as domain/ids.ts shapes them) made by the database, one
  * per endpoint row: the subquery names the row, so it runs again for each. Not a secret.
  */
 const deliveryId = sql.raw(
-  `(select 'wd_' || string_agg(substr('${ALPHABET}', 1 + floor(random() * 62)::int, 1), '') from generate_series(1, 21) where e.id is not null)`,
+  `(select 'wd_' || string_agg(substr('${ID_ALPHABET}', 1 + floor(random() * ${ID_ALPHABET.length})::int, 1), '') from generate_series(1, ${ID_RANDOM_LENGTH}) where e.id is not null)`,
 )
 
 /**
