@@ -4,7 +4,9 @@
 // the files, and whichever closes last overwrites the other's writes. So the data directory
 // carries a lock file naming its holder's PID, created exclusively; a second opener refuses at
 // once, before PGlite touches a file. A lock whose process no longer exists (the holder was
-// killed, the machine restarted) is stale and taken over, so a crash never locks anybody out.
+// killed, the machine restarted) is stale and taken over, so a crash never locks anybody out:
+// on Linux the lock also records when its process started, so a later process that got the same
+// PID (a container's PID 1 restarted on the same volume) does not pass for the holder.
 import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SetupError } from '../config.js'
@@ -16,8 +18,40 @@ interface Holder {
   /** What holds it, for the message: "the server", "the admin CLI". */
   role: string
   started_at: string
+  /** The kernel's boot and the process's start time in clock ticks since it (Linux); absent elsewhere. */
+  process_start?: string
 }
 
+/** The data directories this process holds: its own PID in a lock is stale unless listed here. */
+const held = new Set<string>()
+
+/**
+ * What tells a process from a later one with the same PID, on Linux: the kernel's boot id and the
+ * process's start time (field 22 of /proc/<pid>/stat, in clock ticks since boot). Undefined where
+ * there is no /proc, or no such process.
+ */
+export function processStart(pid: number): string | undefined {
+  try {
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The fields after the command name, which is in parentheses and may hold spaces: the third field first.
+    const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+    return ticks ? `${boot}/${ticks}` : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether the process the lock names still runs, and is the one that took it. */
+function holds(holder: Holder, path: string): boolean {
+  if (holder.pid <= 0) return false
+  if (holder.pid === process.pid) return held.has(path)
+  if (holder.process_start !== undefined) {
+    const start = processStart(holder.pid)
+    if (start !== undefined) return start === holder.process_start
+  }
+  return isAlive(holder.pid)
+}
 
 function isAlive(pid: number): boolean {
   try {
@@ -46,13 +80,15 @@ function readHolder(path: string): Holder | undefined {
  */
 export function lockDataDir(dataDir: string, role: string): () => void {
   const path = join(dataDir, LOCK_FILE)
-  const mine: Holder = { pid: process.pid, role, started_at: new Date().toISOString() }
+  const mine: Holder = { pid: process.pid, role, started_at: new Date().toISOString(), process_start: processStart(process.pid) }
   const content = `${JSON.stringify(mine)}\n`
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       writeFileSync(path, content, { flag: 'wx' })
+      held.add(path)
       const release = () => {
         if (readHolder(path)?.pid === process.pid) unlinkSync(path)
+        held.delete(path)
         process.off('exit', release)
       }
       // A process that exits without closing the database (an uncaught error) leaves no lock behind.
@@ -63,7 +99,7 @@ export function lockDataDir(dataDir: string, role: string): () => void {
     }
     const holder = readHolder(path)
     if (!holder) continue
-    if (holder.pid > 0 && isAlive(holder.pid)) {
+    if (holds(holder, path)) {
       throw new SetupError(
         `The embedded database in ${dataDir} is in use by process ${holder.pid} (${holder.role}, since ${holder.started_at}): ` +
           `stop it first, or act on the running server through the operator API (ADMIN_TOKEN); if no such process runs, delete ${path}.`,
