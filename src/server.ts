@@ -88,7 +88,7 @@ async function start(): Promise<void> {
     // "Server listening" is printed an event-loop turn before listen() returns. Until here the
     // default action stands: nothing is served yet, and a start waiting on an unreachable
     // database stops at once.
-    closeWithGrace({ delay: 10_000 }, shutDown)
+    drainOnSignal(closeWithGrace({ delay: 10_000, skip: DRAIN_SIGNALS }, shutDown))
     await app.listen({ port: config.port, host: config.host })
     if (config.webhookDispatch) {
       dispatcher = startWebhookDispatcher({
@@ -117,12 +117,39 @@ async function start(): Promise<void> {
   }
 }
 
+const DRAIN_SIGNALS: ('SIGTERM' | 'SIGINT')[] = ['SIGTERM', 'SIGINT']
+/** How soon a second stop signal is the first one's copy rather than a request to stop at once. */
+const SAME_STOP_MS = 500
+let stopSignal: string | undefined
+
+/**
+ * SIGTERM and SIGINT drain the server through close-with-grace, which takes any later signal for
+ * "stop at once" (exit 1). `npm start` runs the server under npm (package.json's `exec`), which
+ * passes a signal on; a terminal's Ctrl-C, or a shell's `kill %npm`, also reaches the server
+ * itself, as one of npm's process group. So one stop arrives twice within milliseconds: a second
+ * signal within SAME_STOP_MS is that copy and changes nothing, a later one stops at once.
+ */
+function drainOnSignal(grace: { close(): void }): void {
+  let firstAt = 0
+  const onSignal = (signal: string) => {
+    if (stopSignal === undefined) {
+      stopSignal = signal
+      firstAt = performance.now()
+      grace.close()
+    } else if (performance.now() - firstAt > SAME_STOP_MS) {
+      app?.log.error({ signal }, `second ${signal} while draining: exiting at once`)
+      process.exit(1)
+    }
+  }
+  for (const signal of DRAIN_SIGNALS) process.on(signal, onSignal)
+}
+
 /**
  * close-with-grace's handler, registered as the server starts to listen. A signal lets the rest
  * of the start (listening, then a few statements) finish first, so that nothing is stopped half
  * made; an error does not wait. close-with-grace's 10 s delay bounds it all.
  */
-async function shutDown({ err, signal }: { err?: Error; signal?: string }): Promise<void> {
+async function shutDown({ err, signal = stopSignal }: { err?: Error; signal?: string }): Promise<void> {
   if (err) {
     app!.log.error({ err: loggableError(err) }, 'shutting down after an error')
   } else {

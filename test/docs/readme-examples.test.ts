@@ -3,18 +3,20 @@
 // is left out only when an HTML comment right before it says `readme-test: skip, <why>`.
 //
 // The shell is the README's, with what a person would do by hand done here:
-// - `npm install && npm start` starts the built server (as `npm start` does) in the background;
-//   `npm start &` starts it again with the shell's environment, `kill %npm; wait %npm` stops it;
+// - `npm install && npm start`, which Quick start runs in a terminal of its own, starts the
+//   server in the background; the Ctrl-C that stops it there is done before the next
+//   `npm start ... &`, which, like `kill %npm; wait %npm`, runs as written (npm is the project's:
+//   a one-line script on the PATH, so that `%npm` is npm itself);
 // - `export KEY=fbk_...` and `export PROJECT=prj_...` get the key and project the first start
 //   printed, and the server listens on a free port instead of 3000;
 // - `curl` fails the run on any answer of 400 or above, so an example that stops working fails
 //   here instead of in a newcomer's terminal.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { NODE_ARGS, asUserRuns, buildServer, freePort, root } from '../helpers/server.js'
+import { asUserRuns, buildServer, freePort, root } from '../helpers/server.js'
 
 t.setTimeout(300_000)
 buildServer()
@@ -48,8 +50,7 @@ function adapt(code: string, receiverPort: number): string {
     .replaceAll('127.0.0.1:4000', `127.0.0.1:${receiverPort}`)
     .replaceAll("listen(4000, '127.0.0.1')", `listen(${receiverPort}, '127.0.0.1')`)
     .replace(/^npm install && npm start$/m, 'readme_start_server')
-    .replace(/^npm start &$/m, 'readme_restart_server')
-    .replace(/^kill %npm; wait %npm(\s.*)?$/m, 'readme_stop_server')
+    .replaceAll(/^npm start .*?&(?=\s*(?:#.*)?$)/gm, 'readme_stop_first_server; $&')
     .replace(/^export KEY=fbk_\.\.\.(\s.*)?$/m, 'export KEY=$README_KEY')
     .replace(/^export PROJECT=prj_\.\.\.(\s.*)?$/m, 'export PROJECT=$README_PROJECT')
     .replaceAll('http://127.0.0.1:3000', 'http://127.0.0.1:$README_PORT')
@@ -57,29 +58,27 @@ function adapt(code: string, receiverPort: number): string {
 
 const PRELUDE = `set -euo pipefail
 readme_server_pid=
+# Quick start's server, in a terminal of its own there.
 readme_start_server() {
-  (cd "$README_ROOT" && exec node ${NODE_ARGS.join(' ')}) >> "$README_LOG" 2>&1 &
+  npm start >> "$README_LOG" 2>&1 &
   readme_server_pid=$!
   for _ in $(seq 1 600); do
     command curl -s -o /dev/null "http://127.0.0.1:$README_PORT/healthz" && break
     kill -0 $readme_server_pid 2>/dev/null || { echo "the server exited:"; cat "$README_LOG"; return 1; }
     sleep 0.1
   done
-  if [ -z "\${README_KEY:-}" ]; then
-    README_KEY=$(grep -o 'API key: fbk_[A-Za-z0-9_-]*' "$README_LOG" | head -n 1 | cut -d' ' -f3)
-    README_PROJECT=$(grep -o 'project: prj_[A-Za-z0-9]*' "$README_LOG" | head -n 1 | cut -d' ' -f2)
-  fi
+  README_KEY=$(grep -o 'API key: fbk_[A-Za-z0-9_-]*' "$README_LOG" | head -n 1 | cut -d' ' -f3)
+  README_PROJECT=$(grep -o 'project: prj_[A-Za-z0-9]*' "$README_LOG" | head -n 1 | cut -d' ' -f2)
 }
-readme_stop_server() {
+# The Ctrl-C in that terminal: it drains, and npm exits 0 once the server has.
+readme_stop_first_server() {
   [ -n "$readme_server_pid" ] || return 0
-  kill -TERM $readme_server_pid && wait $readme_server_pid || true
+  kill -INT $readme_server_pid
+  wait $readme_server_pid
   readme_server_pid=
 }
-readme_restart_server() { readme_stop_server; readme_start_server; }
-# The examples write their answers (program.json, ...) where they run, a work directory; npm
-# runs the project's scripts from the project.
-npm() { command npm --prefix "$README_ROOT" "$@"; }
-trap readme_stop_server EXIT
+# A server the examples left running, at the end (a failed example may leave one).
+trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT
 curl() {
   local out status code=0
   out=$(command curl -w '\\n%{http_code}' "$@") || code=$?
@@ -121,6 +120,13 @@ t.test('every README example runs as written, in order, against a fresh server',
   env.PORT = env.README_PORT
   for (const name of ['DATABASE_URL', 'ADMIN_TOKEN', 'REDIS_URL', 'KEY', 'PROJECT', 'API']) delete env[name]
   env.README_ROOT = root
+  // npm as in the project's directory, wherever the examples run: \`npm start\` and \`npm run\` act on it.
+  const bin = join(work, 'bin')
+  mkdirSync(bin)
+  const npm = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim()
+  writeFileSync(join(bin, 'npm'), `#!/bin/sh\nexec ${npm} --prefix "$README_ROOT" "$@"\n`)
+  chmodSync(join(bin, 'npm'), 0o755)
+  env.PATH = `${bin}:${env.PATH}`
   const run = spawnSync(...asUserRuns('bash', [join(work, 'readme.sh')]), { cwd: work, env, encoding: 'utf8', timeout: 240_000 })
   const lastBlock = [...run.stdout.matchAll(/^### (README\.md:\d+)$/gm)].at(-1)?.[1]
   t.equal(run.status, 0, `the examples ran to the end (last block started: ${lastBlock})\n${run.stderr.slice(-3000)}`)

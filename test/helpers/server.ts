@@ -7,7 +7,7 @@ export const root = new URL('../..', import.meta.url).pathname
 
 // Exactly what `npm start` runs: build dist/, then start the compiled server.
 export const NODE_ARGS = ['--max-old-space-size=768', '--wasm-tiering-budget=13000000', 'dist/src/server.js']
-export const START = `node scripts/build.mjs && node ${NODE_ARGS.join(' ')}`
+export const START = `node scripts/build.mjs && exec node ${NODE_ARGS.join(' ')}`
 // What `npm run admin -- <command>` runs once dist/ is built (buildServer): see scripts/admin.ts
 // for the V8 flag.
 export const ADMIN_ARGS = ['--wasm-tiering-budget=2000000000', 'dist/scripts/admin.js']

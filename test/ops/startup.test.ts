@@ -2,10 +2,12 @@
 // the CLI or a second server refuses a data directory the server holds, naming its PID, and
 // changes nothing; a lock left by a killed process is taken over; a busy port or a bad setting
 // is one line on stderr, before anything is created.
-import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { LOCK_FILE } from '../../src/db/data-dir-lock.js'
 import { newDataDir } from '../helpers/db.js'
@@ -25,6 +27,11 @@ function admin(env: NodeJS.ProcessEnv, ...args: string[]) {
 function failedStart(env: NodeJS.ProcessEnv) {
   const run = spawnSync(...asUserRuns(process.execPath, NODE_ARGS), { cwd: root, env, encoding: 'utf8', timeout: 60_000 })
   return { status: run.status, stdout: run.stdout, stderr: run.stderr }
+}
+
+/** Turns of the event loop until `done()` holds: bounded by the test's timeout, never by a deadline of its own. */
+async function until(done: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await done())) await sleep(20)
 }
 
 const v1 = (base: string, key: string) => fetch(`${base}/v1/changelog`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status)
@@ -140,6 +147,58 @@ t.test('a PostgreSQL that refuses the start is one line for the server, the admi
     t.equal(migrate.status, 1, `${url}: db:migrate exits 1`)
     t.equal(migrate.stderr, `Cannot migrate: ${line}\n`, `${url}: db:migrate says why in one line`)
   }
+})
+
+t.test('npm start under a supervisor: a SIGTERM to npm drains the server, and npm exits after it, with 0', async (t) => {
+  // npm ran the server through a shell, which npm's SIGTERM ended at once: npm exited, and the
+  // server, never signalled, went on serving and holding the data directory (found by a newcomer
+  // review). package.json's `exec` makes the server npm's own child. The same stop may then reach
+  // the server twice (npm passes it on; a terminal signals npm's whole process group): the copy
+  // is ignored, here sent straight after.
+  const dataDir = await newDataDir(t)
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const npm = spawn(...asUserRuns('npm', ['start']), { cwd: root, env: embeddedEnv(dataDir, port), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  npm.stdout!.on('data', (chunk) => (out += chunk))
+  npm.stderr!.on('data', (chunk) => (out += chunk))
+  const npmExit = new Promise<{ code: number | null; at: number }>((resolve) => npm.on('exit', (code) => resolve({ code, at: performance.now() })))
+  await until(() => /This key is shown once/.test(out))
+  const key = /API key: (fbk_[A-Za-z0-9_-]{40})/.exec(out)![1]!
+  const serverPid = (JSON.parse(readFileSync(join(dataDir, LOCK_FILE), 'utf8')) as { pid: number }).pid
+  t.not(serverPid, npm.pid, 'the server is a process of its own')
+
+  // A write in flight: the server has its headers (it said 100 Continue) and half its body
+  // before the signal, the rest after.
+  const body = JSON.stringify({ title: 'Sent across the stop', status: 'published' })
+  let inFlight: ReturnType<typeof request> | undefined
+  const answered = new Promise<{ status: number; at: number }>((resolve, reject) => {
+    const req = request(`http://127.0.0.1:${port}/v1/changelog`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), expect: '100-continue' },
+    })
+    req.on('continue', () => {
+      req.write(body.slice(0, 10))
+      inFlight = req
+    })
+    req.on('response', (res) => res.resume().on('end', () => resolve({ status: res.statusCode!, at: performance.now() })))
+    req.on('error', reject)
+    req.flushHeaders()
+  })
+  await until(() => inFlight !== undefined)
+  npm.kill('SIGTERM')
+  process.kill(serverPid, 'SIGTERM')
+  // Draining: the port no longer takes connections.
+  await until(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).then(() => false, () => true)))
+  inFlight!.end(body.slice(10))
+
+  const write = await answered
+  t.equal(write.status, 201, 'the write in flight is answered')
+  const exit = await npmExit
+  t.equal(exit.code, 0, 'npm exits 0: the server drained')
+  t.ok(exit.at >= write.at, 'npm exits after the server has answered')
+  t.notMatch(out, /second SIGTERM/, 'the copy of the signal did not stop the server at once')
+  t.throws(() => process.kill(serverPid, 0), { code: 'ESRCH' }, 'no server is left running')
+  t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'the data directory is free')
 })
 
 t.test('a SIGTERM as soon as the port is open is not a kill: the start finishes, then the server drains and exits 0', async (t) => {
