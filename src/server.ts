@@ -24,21 +24,27 @@ function setupProblem(error: unknown, config: Config | undefined): string | unde
   if (config && code === 'EADDRINUSE') {
     return `Port ${config.port} on ${config.host} is already in use by another process: stop it, or set PORT to a free port.`
   }
+  if (config && (code === 'ENOTFOUND' || code === 'EAI_AGAIN') && (error as { syscall?: string }).syscall === 'getaddrinfo') {
+    return `HOST ${config.host} is not an address of this machine, nor a name it can look up: set HOST to one (127.0.0.1, 0.0.0.0, ::).`
+  }
   if (config && (code === 'EACCES' || code === 'EADDRNOTAVAIL')) {
     return `Cannot listen on ${config.host}:${config.port} (${code}): set HOST to an address of this machine and PORT to a port this user may bind (1024 or above).`
   }
   return undefined
 }
 
+/** Where a command on this machine reaches the server: HOST, or the loopback address when HOST is every address. */
+const reachableHost = (config: Config) => (config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host)
+
 /** A newcomer on an empty embedded database gets a project to call straight away; the key is printed once, never logged. */
-async function createDemoProject(config: Config, database: DbHandle): Promise<void> {
+async function createDemoProject(config: Config, database: DbHandle, port: number): Promise<void> {
   const projects = makeRepos(database.db).projects
   if (database.kind !== 'pglite' || (await projects.count()) > 0) return
   const { project, apiKey } = await projects.create({ name: 'Demo project', plan: 'pro', beta_enabled: true })
   process.stdout.write(
     `\nCreated a demo project on the empty embedded database (Pro plan, beta enabled).\n` +
       `  project: ${project.id}\n  API key: ${apiKey}\n` +
-      `This key is shown once. Try: curl -H "Authorization: Bearer ${apiKey}" http://${config.host}:${config.port}/v1/changelog\n\n`,
+      `This key is shown once. Try: curl -H "Authorization: Bearer ${apiKey}" http://${reachableHost(config)}:${port}/v1/changelog\n\n`,
   )
 }
 
@@ -60,7 +66,7 @@ function maskedDatabaseUrl(url: string): string {
  */
 async function firstProjectHint(config: Config, database: DbHandle, port: number): Promise<void> {
   if (database.kind !== 'postgres' || (await makeRepos(database.db).projects.count()) > 0) return
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  const host = reachableHost(config)
   const body = `'{"name": "My project", "plan": "pro", "beta_enabled": true}'`
   process.stdout.write(
     `\nNo project yet in ${database.description}. Create the first one and its API key (printed once):\n` +
@@ -101,9 +107,11 @@ async function start(): Promise<void> {
         analyzeEveryMs: (await autovacuumRuns(database)) ? undefined : 60_000,
       })
     }
-    await createDemoProject(config, database)
+    // The port listened on (PORT=0 lets the system choose it).
+    const port = (app.server.address() as AddressInfo).port
+    await createDemoProject(config, database, port)
     // A convenience: a database that stops answering right now is for the requests to report.
-    await firstProjectHint(config, database, (app.server.address() as AddressInfo).port).catch(() => undefined)
+    await firstProjectHint(config, database, port).catch(() => undefined)
     // The background work every instance shares (src/jobs/).
     const repos = makeRepos(database.db, config.publicBaseUrl, { deliveriesDue: () => dispatcher?.wake() })
     jobs = [publicationSweep({ repos, log: app.log }), eventPruning({ repos, log: app.log })]

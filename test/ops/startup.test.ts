@@ -112,7 +112,7 @@ t.test('start-up that explains itself: a busy port or a bad setting is one line,
   started.child.kill('SIGTERM')
   t.equal(await exit, 0)
 
-  for (const [name, value] of [['PORT', 'abc'], ['ADMIN_TOKEN', 'short'], ['DB_POOL_SIZE', '0'], ['DATABASE_URL', 'mysql://x']] as const) {
+  for (const [name, value] of [['PORT', 'abc'], ['HOST', 'not-an-address'], ['ADMIN_TOKEN', 'short'], ['DB_POOL_SIZE', '0'], ['DATABASE_URL', 'mysql://x']] as const) {
     const bad = failedStart(embeddedEnv(dataDir, port, { [name]: value }))
     t.equal(bad.status, 1, `${name}=${value} stops the start`)
     const lines = bad.stderr.trim().split('\n')
@@ -203,12 +203,14 @@ t.test('npm start under a supervisor: a SIGTERM to npm drains the server, and np
 
 t.test('a SIGTERM as soon as the port is open is not a kill: the start finishes, then the server drains and exits 0', async (t) => {
   const dataDir = await newDataDir(t)
-  const port = 20_000 + Math.floor(Math.random() * 20_000)
   // A first start also creates the demo project after it listens (a later start: the test of a
-  // lock left by a killed process).
-  const server = await start(dataDir, port)
+  // lock left by a killed process). PORT=0: the system chooses the port.
+  const server = await start(dataDir, 0)
   const exit = exited(server.child)
   server.child.kill('SIGTERM')
   t.equal(await exit, 0, 'exit code 0')
   t.match(server.stdout(), /"msg":"shutting down"/, 'drained')
+  const listening = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(server.stdout())?.[1]
+  t.not(listening, '0')
+  t.match(server.stdout(), `http://127.0.0.1:${listening}/v1/changelog`, "the demo key's example names the port the system chose")
 })
