@@ -1391,7 +1391,8 @@ export interface components {
          * Format: date-time
          * @description An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to
          *     9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is
-         *     `400 validation_failed`.
+         *     `400 validation_failed`. Seconds are `00` to `59`: a leap second (`23:59:60`), which
+         *     RFC 3339 allows, is a `400` too.
          * @example 2026-12-01T09:00:00+01:00
          */
         InputTimestamp: string;
@@ -2249,9 +2250,6 @@ export interface components {
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 /** @description Always `Bearer`. */
                 "WWW-Authenticate"?: "Bearer";
                 [name: string]: unknown;
@@ -2445,7 +2443,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `internal_error` (or `not_implemented` with 501 for an operation not built yet); the `request_id` is in the server log too. */
+        /** @description `internal_error`: something unexpected; the `request_id` is in the server log too. */
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2600,6 +2598,8 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description With `idempotency_in_progress` only: seconds to wait before sending the request again. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {

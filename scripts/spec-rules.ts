@@ -126,6 +126,17 @@ export function evolutionProblems(doc: JsonObject): string[] {
     }
   }
 
+  // An operation that takes Idempotency-Key answers a retry made while the first request runs
+  // with 409 idempotency_in_progress and Retry-After: its 409 names the header.
+  const resolved = (node: Json) => ((node as JsonObject)?.$ref ? resolvePointer(doc, (node as JsonObject).$ref) : node) as JsonObject
+  for (const { where, op, item } of operations(doc)) {
+    const parameters = [...((op.parameters ?? []) as Json[]), ...((item.parameters ?? []) as Json[])].map(resolved)
+    if (!parameters.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key')) continue
+    const conflict = op.responses?.['409'] === undefined ? undefined : resolved(op.responses['409'])
+    const names = Object.keys((conflict?.headers ?? {}) as JsonObject).map((name) => name.toLowerCase())
+    if (!names.includes('retry-after')) problems.push(`${where} 409: it takes Idempotency-Key, so idempotency_in_progress may answer it, with Retry-After; document the header`)
+  }
+
   // servers: an absolute URL, through a variable with an absolute default, and a short description.
   const servers = (doc.servers ?? []) as JsonObject[]
   if (!servers.length) problems.push('servers: none')

@@ -7,7 +7,8 @@ export const EMAIL_MAX_LENGTH = 254
 
 /** An address as sent: trimmed, at most 254 characters with one `@` and a dot in the domain. */
 export const EMAIL_PATTERN = '^\\s*(?=\\S{3,254}\\s*$)[^\\s@]+@[^\\s@.]+(?:\\.[^\\s@.]+)+\\s*$'
-const EMAIL = new RegExp(EMAIL_PATTERN)
+// `u`: lengths in characters, as JSON Schema (and so AJV, with unicodeRegExp) counts them, not UTF-16 units.
+const EMAIL = new RegExp(EMAIL_PATTERN, 'u')
 
 /**
  * The address as stored (trimmed and lowercased), or undefined when `raw` is not an address.

@@ -25,3 +25,13 @@ t.test('trimmed and lowercased; refused when not an address or too long once low
   t.equal(normaliseEmail(`${'İ'.repeat(2)}${'x'.repeat(240)}@example.com`), undefined)
   t.equal(normaliseEmail(`İ${'x'.repeat(240)}@example.com`), `i̇${'x'.repeat(240)}@example.com`)
 })
+
+t.test('lengths count characters, as the schema does: an address of emoji within 254 characters is one', async (t) => {
+  // 130 emoji are 260 UTF-16 units: the pattern without its `u` flag counted those, and refused
+  // an address the schema (AJV, unicodeRegExp) accepts (found by a partner review).
+  const email = `${'😀'.repeat(130)}@b.co`
+  t.equal([...email].length, 135)
+  t.ok(new RegExp(EMAIL_PATTERN, 'u').test(email), 'the schema accepts it')
+  t.equal(normaliseEmail(email), email)
+  t.equal(normaliseEmail(`${'😀'.repeat(250)}@b.co`), undefined, '255 characters: refused')
+})
