@@ -9,6 +9,10 @@
 //
 // Only PGlite's public API: execProtocolStream() with the protocol's serializers, runExclusive()
 // (its statement lock), its parsers and serializers, and parseResults() for the result's shape.
+// It also leans on how PGlite behaves around that API (its start-up query goes through query()
+// before `ready`; a statement outside a transaction takes only runExclusive), so package.json
+// pins PGlite's exact version: an upgrade is a deliberate step, run through
+// test/db/pglite-prepared.test.ts.
 // What it adds: a lock of its own for transactions (PGlite keeps its one private), the named
 // statements (a bounded cache, least recently used closed first), and what to do when one
 // stops working (re-parse it; inside a transaction, fail that transaction alone).
