@@ -160,9 +160,12 @@ export async function runAdminCommand(argv: string[], config: Config, database: 
       await admin.adminRevokeApiKey({ params: { id: args[0], key_id: args[1] } } as never, ctx)
       return { revoked: args[1] }
     default:
-      throw new ApiError('validation_failed', USAGE)
+      throw new ApiError('validation_failed', `${command === undefined ? 'No command given' : `Unknown command "${command}"`}.\n\n${USAGE}`)
   }
 }
+
+/** Whether `argv` asks for the usage (`help`, `--help`, `-h`): it is printed, and no database opened. */
+export const asksForHelp = (argv: readonly string[]) => ['help', '--help', '-h'].includes(argv[0] ?? '')
 
 /** One line for the terminal: the problem's code and detail, or a usage error as it is. */
 export function describeError(error: unknown): string {

@@ -27,7 +27,8 @@ t.test('the CLI refuses bad input with the API rules', async (t) => {
   await t.rejects(run('create-project', '--name', 'x', '--plan', 'gold'), { code: 'validation_failed', detail: 'plan must be one of: free, pro' })
   await t.rejects(run('create-project'), { code: 'validation_failed', detail: 'name is required' })
   await t.rejects(run('get-project', 'prj_000000000000000000000'), { code: 'not_found' })
-  await t.rejects(run('launch'), { code: 'validation_failed' })
+  await t.rejects(run('launch'), { code: 'validation_failed', detail: /^Unknown command "launch"\.\n\nUsage: / })
+  await t.rejects(run(), { code: 'validation_failed', detail: /^No command given\.\n\nUsage: / })
   await t.rejects(run('update-project', 'prj_000000000000000000000', '--beta', 'maybe'), { code: 'validation_failed' })
 })
 

@@ -201,6 +201,17 @@ t.test('npm start under a supervisor: a SIGTERM to npm drains the server, and np
   t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'the data directory is free')
 })
 
+t.test('npm run admin -- --help prints the usage and opens no database', async (t) => {
+  const dataDir = join(await newDataDir(t), 'never-made')
+  for (const help of ['--help', '-h', 'help']) {
+    const run = admin(embeddedEnv(dataDir, 0), help)
+    t.equal(run.status, 0, `${help}: exit code 0`)
+    t.match(run.stdout, /^Usage: npm run admin -- <command>\n/, `${help}: the usage, on stdout`)
+    t.equal(run.stderr, '', `${help}: no database named`)
+  }
+  t.notOk(existsSync(dataDir), 'no data directory made')
+})
+
 t.test('a SIGTERM as soon as the port is open is not a kill: the start finishes, then the server drains and exits 0', async (t) => {
   const dataDir = await newDataDir(t)
   // A first start also creates the demo project after it listens (a later start: the test of a
