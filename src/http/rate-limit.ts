@@ -26,6 +26,7 @@
 // sent, for a key's budget, the portal's and the operator's. A 401 carries none (a key that does
 // not exist has no budget), and a 429 for failed authentications only Retry-After.
 import { isIP } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
@@ -72,18 +73,58 @@ export interface RateLimits {
   countAuthFailure(request: FastifyRequest): Promise<ApiError | undefined>
 }
 
+/**
+ * How long a Redis command may take before the request passes without it: a Redis that stopped
+ * answering (stalled, or cut off by the network without a reset) must not hold the API.
+ */
+export const REDIS_COMMAND_TIMEOUT_MS = 250
+/** How often the connection to Redis is tried with a PING, to tell when it stops answering and when it is back. */
+export const REDIS_PROBE_MS = 1000
+
+/**
+ * Availability first: while Redis is away, requests pass unlimited (skipOnError) at once. Away
+ * means refused (ioredis reconnects in the background; without an offline queue a command fails
+ * at once meanwhile) or not answering: a command then fails after REDIS_COMMAND_TIMEOUT_MS, and
+ * once a PING has too, the connection is dropped and made again, so that no request waits on it
+ * while it stays silent. Each change is one log line.
+ */
+async function watchRedis(redis: Redis, log: FastifyInstance['log']): Promise<{ close(): void }> {
+  let away = false
+  const gone = (reason: string) => {
+    if (!away) log.warn({ reason }, 'Redis unreachable; rate limits are not enforced until it is back')
+    away = true
+  }
+  redis.on('error', (error: Error) => gone(error.message))
+  const probe = async () => {
+    try {
+      await redis.ping()
+      if (away) log.info('Redis reachable again; rate limits are enforced')
+      away = false
+    } catch (error) {
+      gone((error as Error).message)
+      if (redis.status === 'ready') redis.disconnect(true)
+    }
+  }
+  const timer = setInterval(() => void probe(), REDIS_PROBE_MS).unref()
+  // The first connection, so that the first requests are counted; a start waits for it at most a
+  // probe's interval (a Redis that accepts connections and never answers would hold it for ever).
+  const connected = redis.connect().then(probe, (error: Error) => gone(error.message))
+  await Promise.race([connected, sleep(REDIS_PROBE_MS, undefined, { ref: false })])
+  return {
+    close() {
+      clearInterval(timer)
+      redis.disconnect()
+    },
+  }
+}
+
 export async function registerRateLimit(app: FastifyInstance, config: Config, now?: () => number): Promise<RateLimits> {
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true })
+    ? new Redis(config.redisUrl, { connectTimeout: 1000, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true })
     : undefined
   if (redis) {
-    // Without an offline queue a command fails at once while Redis is away (and the request
-    // passes, see skipOnError) instead of waiting; ioredis reconnects in the background.
-    redis.on('error', () => {})
-    await redis.connect().catch((error: Error) => app.log.warn({ err: { message: error.message } }, 'Redis unreachable; rate limits are not enforced until it is back'))
-    app.addHook('onClose', async () => {
-      redis.disconnect()
-    })
+    const watch = await watchRedis(redis, app.log)
+    app.addHook('onClose', async () => watch.close())
   }
   await app.register(rateLimit, {
     // Every portal route counts against one budget per address, unless a route sets its own;

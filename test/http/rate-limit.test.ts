@@ -1,7 +1,13 @@
 // Per-key rate limits (contract §7): the IETF draft RateLimit-* headers, a problem+json 429 with
 // Retry-After, budgets that never touch another key, and one budget shared through Redis.
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
+import { Writable } from 'node:stream'
 import t from 'tap'
+import { buildApp } from '../../src/app.js'
+import { defaults } from '../../src/config.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { settle } from '../helpers/clock.js'
+import { testDatabase } from '../helpers/db.js'
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
 
@@ -81,4 +87,66 @@ t.test('with REDIS_URL two instances share one budget per key', async (t) => {
   const urls = ['/v1/changelog', '/v1/beta/programs', '/v1/changelog', '/v1/beta/programs', '/v1/changelog']
   for (const [i, app] of [first, second, first, second, first].entries()) statuses.push((await call(t, app, { url: urls[i]!, key })).status)
   t.same(statuses, [200, 200, 200, 200, 429], 'the fifth request is over the shared budget, whichever instance and operation take it')
+})
+
+/** A TCP proxy to Redis that can stop carrying bytes and start again, as a Redis stopped with SIGSTOP does. */
+async function freezableRedis(t: { teardown(fn: () => void): void }) {
+  const target = new URL(REDIS_URL)
+  let frozen = false
+  const held: Socket[] = []
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 6379), target.hostname)
+    held.push(client, upstream)
+    client.pipe(upstream)
+    upstream.pipe(client)
+    for (const socket of [client, upstream]) {
+      socket.on('error', () => {}).on('close', () => (client.destroy(), upstream.destroy()))
+      if (frozen) socket.pause()
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const socket of held) socket.destroy()
+    server.close()
+  })
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    freeze(value: boolean) {
+      frozen = value
+      for (const socket of held) if (value) socket.pause()
+      else socket.resume()
+    },
+  }
+}
+
+t.test('a Redis that stops answering never holds a request: the budget passes unlimited until it answers again', async (t) => {
+  // With no command timeout, a stalled Redis held every request until the client gave up (found
+  // by a review that stopped Redis with SIGSTOP); /readyz said 200 meanwhile.
+  const redis = await freezableRedis(t)
+  const lines: string[] = []
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean))
+      done()
+    },
+  })
+  const app = await buildApp({ ...defaults, logLevel: 'info', rateLimitPerMinute: 3, redisUrl: redis.url }, await testDatabase(), { logger: { stream } })
+  t.teardown(() => app.close())
+  const { key } = await createProject()
+  const get = () => call(t, app, { url: '/v1/changelog', key })
+  const logged = (message: string) => lines.some((line) => JSON.parse(line).msg === message)
+
+  t.equal((await get()).headers['ratelimit-remaining'], '2', 'counted in Redis')
+  redis.freeze(true)
+  t.equal((await get()).status, 200, 'answered while Redis is silent')
+  await settle(() => logged('Redis unreachable; rate limits are not enforced until it is back'))
+  for (let i = 0; i < 5; i++) t.equal((await get()).status, 200, 'not limited, not held')
+  redis.freeze(false)
+  await settle(() => logged('Redis reachable again; rate limits are enforced'))
+  // The commands sent while it was silent ran once it answered, so the first key's count is past
+  // its budget; a new key shows the budget enforced again.
+  const other = await createProject()
+  const statuses: number[] = []
+  for (let i = 0; i < 4; i++) statuses.push((await call(t, app, { url: '/v1/changelog', key: other.key })).status)
+  t.same(statuses, [200, 200, 200, 429], "counted in Redis again: a key's fourth request is over the budget of 3")
 })
