@@ -21,6 +21,7 @@ export const PATCH_CHANGES = {
   'closed-socket': 'connection.js',
   queue: 'queue.js',
   'begin-reserve': 'connection.js',
+  'commit-rollback': 'index.js',
 } as const
 
 /** The installed postgres package's directory (the one `import 'postgres'` loads from here). */

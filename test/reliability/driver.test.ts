@@ -237,6 +237,36 @@ t.test("begin-reserve (#823, #1210): a BEGIN that fills its connection's pipelin
   t.same(rows.map((row) => row.n), [0, 1, 2, 3, 4], 'every write is committed, as answered')
 })
 
+t.test('commit-rollback (#1217): a transaction whose COMMIT PostgreSQL answers with ROLLBACK fails; it is never answered as committed', async (t) => {
+  // A COMMIT that fails on its way (its named statement gone: behind PgBouncer in transaction
+  // mode with DB_PREPARE=true, each connection of the pool meets server connections that never
+  // prepared it) aborts the transaction; postgres.js sends it again, and PostgreSQL answers the
+  // COMMIT of an aborted transaction with the tag ROLLBACK and no error. Unpatched, begin()
+  // resolved, and the API answered 201 for writes that were never committed (found by a fleet
+  // review). Here the named COMMIT is dropped in the transaction itself (DEALLOCATE ALL).
+  const url = await postgresTestUrl()
+  const sql = postgres(url, { max: 1, fetch_types: false, onnotice: () => {} })
+  const table = `commit_rollback_${process.pid}`
+  await sql`create table ${sql(table)} (n int)`
+  t.teardown(async () => {
+    await sql`drop table if exists ${sql(table)}`
+    await sql.end({ timeout: 5 })
+  })
+  t.equal(await sql.begin(async (tx) => (await tx`select 1 as one`, 'committed')), 'committed', 'a first transaction prepares the COMMIT on the connection')
+  const outcome = await sql
+    .begin(async (tx) => {
+      await tx`insert into ${tx(table)} values (1)`
+      await tx.unsafe('deallocate all')
+      return 'committed'
+    })
+    .then(
+      (value) => value,
+      (error: { code?: string }) => `error ${error.code}`,
+    )
+  t.equal(outcome, 'error 40000', 'the transaction fails')
+  t.same([...(await sql`select n from ${sql(table)}`)], [], 'and nothing of it was committed')
+})
+
 t.test('on PostgreSQL itself: a backend terminated mid-result, then the next query on the reconnected connection gets its own answer', async (t) => {
   const url = await postgresTestUrl()
   const sql = postgres(url, { max: 1, fetch_types: false, onnotice: () => {} })
