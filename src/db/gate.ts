@@ -178,6 +178,8 @@ class Watched {
   opaque = false
   /** The driver said goodbye (Terminate), the gate closed it, or its loss was counted: no (further) failure. */
   leaving = false
+  /** The other end closed its side (a FIN): an end() after it is Node's answer, not the driver leaving. */
+  endedByPeer = false
   /** The last error on the socket, or the FATAL code PostgreSQL sent before closing. */
   lastError: string | undefined
   startupError: string | undefined
@@ -400,9 +402,15 @@ export class ConnectGate {
     } as Socket['write']
     socket.end = function (this: Socket, chunk?: unknown, ...rest: unknown[]) {
       observe(chunk)
-      c.leaving = true
+      // Node ends a socket's side itself once the other end has closed its own (allowHalfOpen
+      // false): that end() is no choice of the driver's (found by a fleet review: PostgreSQL or a
+      // pooler closing connections never tripped the gate).
+      if (!c.endedByPeer) c.leaving = true
       return (end as (...a: unknown[]) => Socket).call(this, chunk, ...rest)
     } as Socket['end']
+    socket.on('end', () => {
+      c.endedByPeer = true
+    })
     socket.on('data', (chunk: Buffer) => {
       c.sentSinceReceived = false
       if (!c.opaque) received.push(chunk)

@@ -272,6 +272,20 @@ t.test('connect failures trip: refused, silent (no answer to the startup), serve
   }
 })
 
+t.test('the other end closing a connection (a FIN, which Node answers by ending its own side) trips the gate', async (t) => {
+  // Node's end() after the peer's FIN read as the driver leaving, so a PostgreSQL or pooler that
+  // closed its connections never tripped the gate: every request failed on its own, a log line
+  // each, until the statement deadline (found by a fleet review stopping PostgreSQL behind PgBouncer).
+  const { open, events } = setup()
+  const closed = open()
+  closed.push(null) // the FIN: 'end'
+  await tick()
+  closed.end() // Node's own end of its side, as net.Socket does without allowHalfOpen
+  closed.destroy()
+  await tick()
+  t.match(events, [{ state: 'unreachable', reason: 'connection lost (closed by the other end)' }])
+})
+
 t.test('what is no outage: the driver closing a connection, a wrong password, a session timeout, a cancel request', async (t) => {
   const { gate, open, events } = setup()
   const cancel = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
