@@ -262,6 +262,16 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     }
   })
   app.addHook('onClose', async () => stopWatching())
+  // Behind PgBouncer the statement timeout asked for at connect may not reach PostgreSQL (README,
+  // "Behind PgBouncer"); without one, a statement waiting on a lock reads as an outage.
+  app.addHook('onReady', async () => {
+    const timeout = await database.statementTimeoutMs().catch(() => undefined)
+    if (timeout === 0) {
+      app.log.warn(
+        'PostgreSQL runs statements without a statement_timeout: DB_STATEMENT_TIMEOUT_MS did not reach it (behind PgBouncer, set it on the role: ALTER ROLE ... SET statement_timeout)',
+      )
+    }
+  })
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     // The client hung up (or was cut off at the request timeout, or its connection closed by the

@@ -39,6 +39,11 @@ export interface DbHandle {
   onAvailability(listener: (event: Availability) => void): () => void
   /** Connections destroyed because they missed the statement deadline (PostgreSQL), for the metrics. */
   deadlineMisses(): number
+  /**
+   * PostgreSQL's statement_timeout on the pool's connections, in milliseconds (0: none); undefined
+   * on the embedded database. Behind PgBouncer the one asked for at connect may not reach it.
+   */
+  statementTimeoutMs(): Promise<number | undefined>
   close(): Promise<void>
 }
 
@@ -205,6 +210,11 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       ping: () => pingWithin(db, gate, readyDeadlineMs, clock),
       onAvailability: (listener) => gate.onAvailability(listener),
       deadlineMisses: () => gate.deadlineMisses,
+      async statementTimeoutMs() {
+        // In milliseconds whatever the unit it was set in ('5s', '5000').
+        const [row] = await client<{ ms: number }[]>`select extract(epoch from current_setting('statement_timeout')::interval) * 1000 as ms`
+        return Number(row!.ms)
+      },
       close: () => client.end({ timeout: 5 }),
     }
   }
@@ -230,6 +240,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     ping: () => ping(db),
     onAvailability: () => () => {},
     deadlineMisses: () => 0,
+    statementTimeoutMs: async () => undefined,
     close: async () => {
       try {
         await client.close()

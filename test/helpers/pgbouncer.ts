@@ -65,6 +65,8 @@ export async function startPgbouncer(direct: string): Promise<Pgbouncer> {
       // postgres.js sends DB_STATEMENT_TIMEOUT_MS as a startup parameter, which PgBouncer
       // refuses unless told to ignore it (README, "Behind PgBouncer").
       'ignore_startup_parameters = statement_timeout',
+      // After a failed login to PostgreSQL (a restart), try again within a second, not 15 (README).
+      'server_login_retry = 1',
       `logfile = ${log}`,
       '',
     ].join('\n'),

@@ -4,6 +4,7 @@
 // new database of its own, migrated through PgBouncer; fails, never skips, when PgBouncer or
 // PostgreSQL cannot be started or reached. (CI also runs the contract tests through it: .ci/pgbouncer.)
 import { readdirSync } from 'node:fs'
+import { Writable } from 'node:stream'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
@@ -101,4 +102,27 @@ t.test('a statement with parameters, sent while another runs on its connection, 
   )
   t.same([...new Set(settled)], ['answered'], 'every statement answered')
   t.equal(settled.length, 2000)
+})
+
+t.test('a statement_timeout that did not reach PostgreSQL is one warn line at start; one that did, none', async (t) => {
+  // PgBouncer drops DB_STATEMENT_TIMEOUT_MS (ignore_startup_parameters); without a timeout on the
+  // role a statement waiting on a lock reads as an outage on every instance (found by a fleet review).
+  const warned = async (handle: Awaited<ReturnType<typeof open>>) => {
+    const lines: string[] = []
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean))
+        done()
+      },
+    })
+    const app = await buildApp({ ...defaults, logLevel: 'info', databaseUrl: url, dbPrepare: false }, handle, { logger: { stream } })
+    await app.ready()
+    await app.close()
+    return lines.some((line) => /without a statement_timeout/.test(JSON.parse(line).msg))
+  }
+  t.equal(await warned(await open(1)), true, 'through PgBouncer, with no timeout on the role: warned')
+  const directly = await openDatabase({ databaseUrl: direct, poolSize: 1, statementTimeoutMs: 5000 })
+  fileTeardown(() => directly.close())
+  t.equal(await directly.statementTimeoutMs(), 5000, 'straight to PostgreSQL, the timeout asked for at connect')
+  t.equal(await warned(directly), false, 'then no warning')
 })
