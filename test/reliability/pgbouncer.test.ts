@@ -117,6 +117,9 @@ t.test('a statement_timeout that did not reach PostgreSQL is one warn line at st
     })
     const app = await buildApp({ ...defaults, logLevel: 'info', databaseUrl: url, dbPrepare: false }, handle, { logger: { stream } })
     await app.ready()
+    // The check runs after the start, without holding it: its one statement, then a turn.
+    await handle.statementTimeoutMs()
+    await new Promise((resolve) => setImmediate(resolve))
     await app.close()
     return lines.some((line) => /without a statement_timeout/.test(JSON.parse(line).msg))
   }
