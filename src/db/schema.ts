@@ -115,6 +115,8 @@ export const beta_testers = pgTable(
     uniqueIndex('beta_testers_token_key').on(t.token),
     index('beta_testers_program_invited_idx').on(t.beta_program_id, t.invited_at.desc(), t.id.desc()),
     index('beta_testers_program_status_invited_idx').on(t.beta_program_id, t.status, t.invited_at.desc(), t.id.desc()),
+    // Whether any tester still is an end user (migration 0017's trigger forgets end users none is).
+    index('beta_testers_end_user_idx').on(t.end_user_id).where(sql`${t.end_user_id} is not null`),
     check('beta_testers_status_check', sql`${t.status} in ('invited', 'joined', 'declined', 'revoked')`),
   ],
 )

@@ -1,8 +1,10 @@
 // The join page and its answers: every state a tester can be in, as a person sees it.
 import { Writable } from 'node:stream'
+import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
+import { rowsOf } from '../../src/db/results.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { FORM, answer, codes, form, programWithTester } from './beta-helpers.js'
@@ -72,6 +74,34 @@ t.test('one end user per email per project', async (t) => {
   const first = await eu(a.testerUrl, a.key)
   t.equal(await eu(`/v1/beta/programs/${second}/testers/${b.id}`, a.key), first, 'the same person in two programs of a project')
   t.not(await eu(other.testerUrl, other.key), first, 'another project has its own end user')
+})
+
+t.test('an end user no tester is any more is forgotten, email and all', async (t) => {
+  // Deleting a tester left the end user behind, email included, for good (found by a takeover
+  // review); so did a program's deletion and a public tester's restore, which lets the next
+  // accept make a new one. Migration 0017's trigger forgets it in the same statement.
+  const app = await testApp()
+  const { db } = await testDatabase()
+  const known = async (id: string) => rowsOf(await db.execute(sql`select 1 from end_users where id = ${id}`)).length === 1
+  const a = await programWithTester(t, app, {}, 'forgotten@example.com')
+  const second = (await call(t, app, { method: 'POST', url: '/v1/beta/programs', key: a.key, body: { name: 'Second', status: 'active' } })).json.data.id as string
+  const b = (await call(t, app, { method: 'POST', url: `/v1/beta/programs/${second}/testers`, key: a.key, body: { email: 'forgotten@example.com' } })).json.data
+  for (const token of [a.token, b.token]) await answer(t, app, token, 'accept')
+  const person = (await call(t, app, { url: a.testerUrl, key: a.key })).json.data.end_user_id as string
+  t.ok(await known(person))
+
+  t.equal((await call(t, app, { method: 'DELETE', url: a.testerUrl, key: a.key })).status, 204)
+  t.ok(await known(person), 'kept while a tester in another program is that person')
+  t.equal((await call(t, app, { method: 'DELETE', url: `/v1/beta/programs/${second}`, key: a.key })).status, 204)
+  t.notOk(await known(person), 'forgotten with the program of the last tester who was that person')
+
+  const c = await programWithTester(t, app, {}, 'restored@example.com')
+  await answer(t, app, c.token, 'accept')
+  const joined = (await call(t, app, { url: c.testerUrl, key: c.key })).json.data.end_user_id as string
+  await call(t, app, { method: 'PATCH', url: c.testerUrl, key: c.key, body: { status: 'revoked' } })
+  t.ok(await known(joined), 'a revoked tester is still that person')
+  t.equal((await call(t, app, { method: 'PATCH', url: c.testerUrl, key: c.key, body: { status: 'invited' } })).json.data.end_user_id, null)
+  t.notOk(await known(joined), 'restored to invited, it is nobody yet: the end user is forgotten')
 })
 
 t.test('decline, then change one’s mind; a joined tester cannot decline', async (t) => {
