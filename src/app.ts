@@ -164,7 +164,15 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     repos: makeRepos(database.db, config.publicBaseUrl, { deliveriesDue: options.deliveriesDue }),
     markdown:
       options.markdown ??
-      new MarkdownRenderer({ onFallback: (reason) => app.log.warn({ reason }, 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds') }),
+      new MarkdownRenderer({
+        onFallback: (reason) =>
+          app.log.warn(
+            { reason },
+            reason === 'worker_unavailable'
+              ? 'a changelog body was stored without HTML: no renderer could start (shown as text until the next start renders it)'
+              : 'a changelog body was stored as plain text: its Markdown could not be rendered in bounds',
+          ),
+      }),
     spec: {
       json: readDocument(documentPaths.partner),
       yaml: readFileSync(documentPaths.partnerYaml, 'utf8'),

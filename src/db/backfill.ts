@@ -11,7 +11,8 @@ import { rowsOf } from './results.js'
 /** Rows read, rendered and written at a time: at most 100 bodies of 100 000 characters in memory. */
 const BATCH_ROWS = 100
 
-type Render = (source: string) => Promise<string>
+/** The body's HTML, or null when it cannot be rendered now (the row keeps waiting for a later start). */
+type Render = (source: string) => Promise<string | null>
 
 interface Pending {
   key: string[]
@@ -20,8 +21,11 @@ interface Pending {
 }
 
 
-/** One table's rows without HTML, by a key of `columns`, in order and in batches. */
-async function fill(db: Database, table: string, columns: string[], render: Render): Promise<number> {
+/**
+ * One table's rows without HTML, by a key of `columns`, in order and in batches. Stops at the
+ * first body that cannot be rendered now (no worker could start): the rest wait for a later start.
+ */
+async function fill(db: Database, table: string, columns: string[], render: Render): Promise<{ filled: number; stopped: boolean }> {
   const keyList = sql.raw(columns.map((c) => `"${c}"`).join(', '))
   let after: string[] | undefined
   let filled = 0
@@ -33,26 +37,36 @@ async function fill(db: Database, table: string, columns: string[], render: Rend
         where body_html is null ${from}
         order by ${keyList} limit ${BATCH_ROWS}`),
     )
-    if (rows.length === 0) return filled
+    if (rows.length === 0) return { filled, stopped: false }
     const pending: Pending[] = rows.map((row) => ({ key: columns.map((c) => row[c]!), body: row.body!, digest: row.digest! }))
     const values: ReturnType<typeof sql>[] = []
+    let stopped = false
     for (const row of pending) {
       const html = await render(row.body)
+      if (html === null) {
+        stopped = true
+        break
+      }
       values.push(sql`(${sql.join([...row.key, row.digest, html].map((v) => sql`${v}`), sql`, `)})`)
     }
-    // Only where the HTML is still missing and the body is the one rendered: a row written in
-    // the meantime keeps what its writer stored.
-    const matches = sql.join(columns.map((c) => sql`t.${sql.identifier(c)} = v.${sql.identifier(c)}`), sql` and `)
-    await db.execute(sql`
-      update ${sql.identifier(table)} t set body_html = v.html
-      from (values ${sql.join(values, sql`, `)}) as v(${keyList}, digest, html)
-      where ${matches} and t.body_html is null and md5(t.body) = v.digest`)
-    filled += pending.length
+    if (values.length > 0) {
+      // Only where the HTML is still missing and the body is the one rendered: a row written in
+      // the meantime keeps what its writer stored.
+      const matches = sql.join(columns.map((c) => sql`t.${sql.identifier(c)} = v.${sql.identifier(c)}`), sql` and `)
+      await db.execute(sql`
+        update ${sql.identifier(table)} t set body_html = v.html
+        from (values ${sql.join(values, sql`, `)}) as v(${keyList}, digest, html)
+        where ${matches} and t.body_html is null and md5(t.body) = v.digest`)
+      filled += values.length
+    }
+    if (stopped) return { filled, stopped }
     after = pending.at(-1)!.key
   }
 }
 
 /** Renders the bodies of entries and translations that have no HTML yet; returns how many it rendered. */
 export async function backfillBodyHtml(db: Database, render: Render): Promise<number> {
-  return (await fill(db, 'changelog_entries', ['id'], render)) + (await fill(db, 'changelog_translations', ['entry_id', 'locale_key'], render))
+  const entries = await fill(db, 'changelog_entries', ['id'], render)
+  if (entries.stopped) return entries.filled
+  return entries.filled + (await fill(db, 'changelog_translations', ['entry_id', 'locale_key'], render)).filled
 }

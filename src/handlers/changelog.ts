@@ -83,7 +83,7 @@ export const listChangelogEntries = readByKey<'listChangelogEntries'>(async (req
   return { status: 200, body: pageOf(entries, hasMore, page, scope, entrySortKey(status), changelogRecord) }
 })
 
-export const createChangelogEntry = preparedWrite<'createChangelogEntry', { labels: string[]; published_at: PublishedAt; body_html: string }>(
+export const createChangelogEntry = preparedWrite<'createChangelogEntry', { labels: string[]; published_at: PublishedAt; body_html: string | null }>(
   // Checked, then rendered, before any transaction: a render may wait its turn for seconds.
   async ({ principal, body }, { markdown }) => ({
     labels: labelsOrThrow(body.labels ?? []),

@@ -3,8 +3,9 @@
 // inputs of 100 KB still cost tens of milliseconds, so no bound on the input makes a render on
 // the event loop safe for other requests. A worker thread renders instead, one body at a time,
 // under a deadline and a memory limit: past either, the worker is terminated (a fresh one serves
-// the next body) and the body is stored as plain text. The event loop only copies the body in
-// and the HTML out.
+// the next body) and the body is stored as plain text. A worker that cannot start at all says
+// nothing of the body: it is stored without HTML (shown as text meanwhile), and the next start
+// renders it (db/backfill.ts). The event loop only copies the body in and the HTML out.
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Worker, type WorkerOptions } from 'node:worker_threads'
@@ -28,8 +29,8 @@ export interface RendererOptions {
   maxWaiting?: number
   /** The worker module; tests use one that never answers. */
   workerUrl?: URL
-  /** Told when a body had to be stored as plain text, and why (never the body). */
-  onFallback?: (reason: 'deadline' | 'worker_failed') => void
+  /** Told when a body could not be rendered, and why (never the body). */
+  onFallback?: (reason: Fallback) => void
 }
 
 // The worker runs the same kind of file as this one: JavaScript in dist/, or TypeScript in tests
@@ -55,7 +56,13 @@ const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb:
 /** How long a new worker may take to load (tsx compiles it in tests); its renders' deadlines start once it has. */
 const START_TIMEOUT_MS = 30_000
 
-type Outcome = { html: string } | { fallback: 'deadline' | 'worker_failed' }
+/**
+ * Why a body was not rendered: it ran past the deadline, or its worker died rendering it (out of
+ * memory, say), both stored as plain text for good; or no worker could start, stored without HTML
+ * until the next start renders it.
+ */
+export type Fallback = 'deadline' | 'worker_failed' | 'worker_unavailable'
+type Outcome = { html: string } | { fallback: Fallback }
 
 export class MarkdownRenderer {
   /** The worker, once it has said it is ready. */
@@ -74,9 +81,10 @@ export class MarkdownRenderer {
   /**
    * The body as HTML safe to insert into a page or a feed, rendered in `line`'s turn (a project's
    * id). Rejects only when `line` is full (a 503: nothing has been written yet); a render that
-   * fails or runs out of time ends as the body's text.
+   * fails or runs out of time ends as the body's text; null when no worker could start (store
+   * no HTML: the next start renders it).
    */
-  render(source: string, line = ''): Promise<string> {
+  render(source: string, line = ''): Promise<string | null> {
     if (source === '') return Promise.resolve('')
     if ((this.waiting.get(line)?.length ?? 0) >= (this.options.maxWaiting ?? MAX_WAITING_PER_PROJECT)) {
       return Promise.reject(
@@ -87,7 +95,7 @@ export class MarkdownRenderer {
       const job = async () => {
         const outcome = await this.run(source).catch((): Outcome => ({ fallback: 'worker_failed' }))
         if ('fallback' in outcome) this.options.onFallback?.(outcome.fallback)
-        resolve('html' in outcome ? outcome.html : plainTextHtml(source))
+        resolve('html' in outcome ? outcome.html : outcome.fallback === 'worker_unavailable' ? null : plainTextHtml(source))
       }
       const jobs = this.waiting.get(line)
       if (jobs) jobs.push(job)
@@ -148,7 +156,7 @@ export class MarkdownRenderer {
     const worker = await current
     if (!worker) {
       if (this.worker === current) this.worker = undefined
-      return { fallback: 'worker_failed' }
+      return { fallback: 'worker_unavailable' }
     }
     const outcome = await new Promise<Outcome>((resolve) => {
       const finish = (result: Outcome) => {

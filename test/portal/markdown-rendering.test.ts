@@ -26,7 +26,7 @@ t.test("one project's many bodies hold up another project's by one render, not b
   const renderer = new MarkdownRenderer()
   t.teardown(() => renderer.close())
   const done: string[] = []
-  const rendered = (name: string, project: string) => renderer.render(`# ${name}`, project).then((html) => done.push(`${name} ${html.trim()}`))
+  const rendered = (name: string, project: string) => renderer.render(`# ${name}`, project).then((html) => done.push(`${name} ${html!.trim()}`))
   await Promise.all([...['a1', 'a2', 'a3', 'a4', 'a5'].map((name) => rendered(name, 'prj_a')), rendered('b1', 'prj_b')])
   // a1 was rendering when the others came, a2 was next in its project's line; then each line in turn.
   t.same(done, ['a1 <h1>a1</h1>', 'a2 <h1>a2</h1>', 'b1 <h1>b1</h1>', 'a3 <h1>a3</h1>', 'a4 <h1>a4</h1>', 'a5 <h1>a5</h1>'])
@@ -114,4 +114,35 @@ t.test('a body whose HTML would explode is stored as its text', async (t) => {
   t.equal(page.status, 200)
   t.ok(page.raw.length < MAX_HTML_LENGTH, `the page is ${page.raw.length} characters`)
   t.match(page.raw, /<p>\[a\]: https:\/\/e\.example\/a+<\/p>\s*<p>(\[a\])+<\/p>/, 'the body, as text')
+})
+
+t.test('a worker that cannot start renders nothing: the body is stored without HTML, for the next start to render', async (t) => {
+  // It was stored as plain text for good, as if the body itself could not be rendered (found by a
+  // takeover review): one worker that failed to load degraded every body written meanwhile.
+  const fallbacks: string[] = []
+  const renderer = new MarkdownRenderer({ workerUrl: new URL('./fixtures/no-such-worker.js', import.meta.url), onFallback: (reason) => fallbacks.push(reason) })
+  t.teardown(() => renderer.close())
+  t.equal(await renderer.render('# Dark mode'), null, 'no HTML')
+  t.strictSame(fallbacks, ['worker_unavailable'])
+})
+
+t.test('the start-up backfill stops at a body it cannot render now, and renders it at a start that can', async (t) => {
+  const { backfillBodyHtml } = await import('../../src/db/backfill.js')
+  const { testDatabase } = await import('../helpers/db.js')
+  const { sql } = await import('drizzle-orm')
+  const { rowsOf } = await import('../../src/db/results.js')
+  const { db } = await testDatabase()
+  const { id: projectId } = await createProject()
+  for (const n of [1, 2, 3]) {
+    await db.execute(sql`insert into changelog_entries (id, project_id, title, body, body_html) values (${`ch_unrendered${n}AAAAAAAAAA`}, ${projectId}, 'Waiting', ${`# Body ${n}`}, null)`)
+  }
+  const missing = async () => rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from changelog_entries where project_id = ${projectId} and body_html is null`))[0]!.n
+  let renders = 0
+  t.equal(await backfillBodyHtml(db, async () => (renders++, null)), 0)
+  t.equal(renders, 1, 'one attempt, not one wait per body')
+  t.equal(await missing(), 3, 'every body still waits')
+  const renderer = new MarkdownRenderer()
+  t.teardown(() => renderer.close())
+  t.ok((await backfillBodyHtml(db, (source) => renderer.render(source))) >= 3)
+  t.equal(await missing(), 0, 'a later start renders them')
 })

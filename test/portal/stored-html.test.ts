@@ -12,7 +12,7 @@ const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as
 /** A renderer that counts its renders. */
 class CountingRenderer extends MarkdownRenderer {
   renders = 0
-  override render(source: string): Promise<string> {
+  override render(source: string): Promise<string | null> {
     this.renders++
     return super.render(source)
   }

@@ -61,8 +61,8 @@ export const LIST_ORDER_COLUMN = {
 export interface NewEntry {
   title: string
   body: string
-  /** `body` rendered (src/portal/markdown-rendering.ts). */
-  body_html: string
+  /** `body` rendered (src/portal/markdown-rendering.ts); null when no worker could render it now (the next start does). */
+  body_html: string | null
   labels: string[]
   /** Null when the request gave none (the API reads the default, the page shows none). */
   version: string | null
@@ -73,7 +73,7 @@ export interface NewEntry {
 /** A body is always written with its HTML, so that the two never disagree. */
 interface BodyWrite {
   body: string
-  body_html: string
+  body_html: string | null
 }
 
 /** What an update writes; every field absent is left as it is. */
@@ -650,7 +650,7 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
               // from what was read rather than failing on a missing title.
               title: title ?? translation?.title ?? '',
               body: body ?? translation?.body ?? '',
-              body_html: body_html ?? (translation ? translation.body_html : ''),
+              body_html: body_html !== undefined ? body_html : translation ? translation.body_html : '',
               created_at: dbNow,
               updated_at: dbNow,
             })
