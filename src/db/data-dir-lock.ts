@@ -4,10 +4,18 @@
 // the files, and whichever closes last overwrites the other's writes. So the data directory
 // carries a lock file naming its holder's PID, created exclusively; a second opener refuses at
 // once, before PGlite touches a file. A lock whose process no longer exists (the holder was
-// killed, the machine restarted) is stale and taken over, so a crash never locks anybody out:
-// on Linux the lock also records when its process started, so a later process that got the same
-// PID (a container's PID 1 restarted on the same volume) does not pass for the holder.
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
+// killed, the machine restarted) is stale and taken over, so a crash never locks anybody out.
+//
+// A PID means something only in its own PID namespace, and two containers sharing a volume each
+// have their own (both servers may be PID 1). So on Linux the lock also records its holder's PID
+// namespace and when the process started, and its holder touches it every HEARTBEAT_MS:
+// - in this process's namespace, the holder is alive when its PID runs and started when the lock
+//   says (a later process that got the same PID does not pass for it);
+// - in another namespace nothing can be checked but the heartbeat: the holder is alive while the
+//   lock was touched within STALE_MS (a container restarted on the volume takes the lock over
+//   that long after its predecessor died; until then its start is refused);
+// - a lock that records no namespace (written before it did, or off Linux): its PID alive.
+import { linkSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SetupError } from '../config.js'
 
@@ -20,6 +28,22 @@ interface Holder {
   started_at: string
   /** The kernel's boot and the process's start time in clock ticks since it (Linux); absent elsewhere. */
   process_start?: string
+  /** The holder's PID namespace, `pid:[<inode>]` (Linux); absent elsewhere. */
+  pid_ns?: string
+}
+
+/** How often a holder touches its lock. */
+export const HEARTBEAT_MS = 5_000
+/** How long after its last touch a lock from another PID namespace is taken for its holder's. */
+export const STALE_MS = 30_000
+
+/** This process's PID namespace (Linux), to tell a PID of ours from another container's. */
+export function pidNamespace(): string | undefined {
+  try {
+    return readlinkSync('/proc/self/ns/pid')
+  } catch {
+    return undefined
+  }
 }
 
 /** The data directories this process holds: its own PID in a lock is stale unless listed here. */
@@ -42,10 +66,12 @@ export function processStart(pid: number): string | undefined {
   }
 }
 
-/** Whether the process the lock names still runs, and is the one that took it. */
-function holds(holder: Holder, path: string): boolean {
+/** Whether the process the lock names still runs, and is the one that took it (see the top of the file). */
+function holds(holder: Holder, path: string, touchedMsAgo: number): boolean {
   if (holder.pid <= 0) return false
-  if (holder.pid === process.pid) return held.has(path)
+  const ours = pidNamespace()
+  if (holder.pid_ns !== undefined && ours !== undefined && holder.pid_ns !== ours) return touchedMsAgo < STALE_MS
+  if (holder.pid_ns !== undefined && holder.pid === process.pid) return held.has(path)
   if (holder.process_start !== undefined) {
     const start = processStart(holder.pid)
     if (start !== undefined) return start === holder.process_start
@@ -60,6 +86,15 @@ function isAlive(pid: number): boolean {
   } catch (error) {
     // EPERM: the process exists but belongs to another user.
     return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** When the lock was last touched (its holder's heartbeat), in ms since the epoch; 0 when it is gone. */
+function touchedAt(path: string): number {
+  try {
+    return statSync(path).mtimeMs
+  } catch {
+    return 0
   }
 }
 
@@ -78,16 +113,26 @@ function readHolder(path: string): Holder | undefined {
  * Takes the data directory's lock for this process, or throws SetupError naming the
  * holder. Returns the function that releases it.
  */
-export function lockDataDir(dataDir: string, role: string): () => void {
+export function lockDataDir(dataDir: string, role: string, { heartbeatMs = HEARTBEAT_MS } = {}): () => void {
   const path = join(dataDir, LOCK_FILE)
-  const mine: Holder = { pid: process.pid, role, started_at: new Date().toISOString(), process_start: processStart(process.pid) }
+  const mine: Holder = { pid: process.pid, role, started_at: new Date().toISOString(), process_start: processStart(process.pid), pid_ns: pidNamespace() }
   const content = `${JSON.stringify(mine)}\n`
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       writeFileSync(path, content, { flag: 'wx' })
       held.add(path)
+      const ours = () => {
+        const holder = readHolder(path)
+        return holder?.pid === process.pid && holder.started_at === mine.started_at
+      }
+      // The heartbeat, for an opener in another PID namespace, which cannot see this process.
+      const heartbeat = setInterval(() => {
+        const now = new Date()
+        if (ours()) utimesSync(path, now, now)
+      }, heartbeatMs).unref()
       const release = () => {
-        if (readHolder(path)?.pid === process.pid) unlinkSync(path)
+        clearInterval(heartbeat)
+        if (ours()) unlinkSync(path)
         held.delete(path)
         process.off('exit', release)
       }
@@ -99,10 +144,14 @@ export function lockDataDir(dataDir: string, role: string): () => void {
     }
     const holder = readHolder(path)
     if (!holder) continue
-    if (holds(holder, path)) {
+    const touchedMsAgo = Date.now() - touchedAt(path)
+    if (holds(holder, path, touchedMsAgo)) {
+      const elsewhere = holder.pid_ns !== undefined && holder.pid_ns !== pidNamespace()
       throw new SetupError(
-        `The embedded database in ${dataDir} is in use by process ${holder.pid} (${holder.role}, since ${holder.started_at}): ` +
-          `stop it first, or act on the running server through the operator API (ADMIN_TOKEN); if no such process runs, delete ${path}.`,
+        `The embedded database in ${dataDir} is in use by process ${holder.pid} (${holder.role}, since ${holder.started_at}` +
+          (elsewhere ? `, in another PID namespace: another container?, last seen ${Math.round(touchedMsAgo / 1000)} s ago` : '') +
+          `): stop it first, or act on the running server through the operator API (ADMIN_TOKEN); ` +
+          (elsewhere ? `if it is gone, its lock is taken over ${STALE_MS / 1000} s after it was last seen.` : `if no such process runs, delete ${path}.`),
       )
     }
     // Stale. Move it aside atomically and check that what moved is the lock judged stale: if a
@@ -115,7 +164,7 @@ export function lockDataDir(dataDir: string, role: string): () => void {
       throw error
     }
     const moved = readHolder(aside)
-    if (moved && moved.pid !== holder.pid) {
+    if (moved && JSON.stringify(moved) !== JSON.stringify(holder)) {
       try {
         linkSync(aside, path)
       } catch {

@@ -3,11 +3,12 @@
 // newcomer review: a container's server is PID 1 after every restart, and was refused its own
 // data directory by the lock of its killed predecessor, PID 1 too).
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { LOCK_FILE, lockDataDir, processStart } from '../../src/db/data-dir-lock.js'
+import { settle } from '../helpers/clock.js'
+import { LOCK_FILE, STALE_MS, lockDataDir, pidNamespace, processStart } from '../../src/db/data-dir-lock.js'
 
 function dataDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'lock-'))
@@ -29,7 +30,7 @@ t.test('this process holds a directory once: a second lock in it is refused', as
 
 t.test("a lock naming this process's PID that this process never took is a predecessor's, and taken over", async (t) => {
   const dir = dataDir(t)
-  writeLock(dir, { pid: process.pid, process_start: 'an-earlier-boot/12345' })
+  writeLock(dir, { pid: process.pid, process_start: 'an-earlier-boot/12345', pid_ns: pidNamespace() })
   const release = lockDataDir(dir, 'the server')
   t.equal(lockOf(dir).process_start, processStart(process.pid))
   release()
@@ -52,4 +53,37 @@ t.test('a lock naming a live process is taken over only when that process starte
   const release = lockDataDir(dir, 'the server')
   t.equal(lockOf(dir).pid, process.pid, 'a lock its PID had before it: taken over')
   release()
+})
+
+t.test('a lock from another PID namespace (another container on the volume) holds while its holder touches it', async (t) => {
+  // Its PID means nothing here: two containers' servers are both PID 1. Taking such a lock over
+  // because "PID 1 is this process" let a second container open a live server's database and
+  // lose writes (found by a review of this change).
+  const dir = dataDir(t)
+  writeLock(dir, { pid: process.pid, process_start: processStart(process.pid), pid_ns: 'pid:[1]' })
+  t.throws(() => lockDataDir(dir, 'the admin CLI'), /in use by process \d+ \(the server, since .*, in another PID namespace: another container\?, last seen 0 s ago\)/, 'touched just now: refused')
+  const past = new Date(Date.now() - STALE_MS - 1000)
+  utimesSync(join(dir, LOCK_FILE), past, past)
+  const release = lockDataDir(dir, 'the server')
+  t.equal(lockOf(dir).pid, process.pid, `not touched for ${STALE_MS / 1000} s: its holder is gone, and the lock is taken over`)
+  t.equal((lockOf(dir) as { pid_ns?: string }).pid_ns, pidNamespace(), 'the new lock names its namespace')
+  release()
+})
+
+t.test('a lock that names no namespace (an older version) holds while its PID lives', async (t) => {
+  const dir = dataDir(t)
+  writeLock(dir, { pid: process.pid })
+  t.throws(() => lockDataDir(dir, 'the admin CLI'), new RegExp(`in use by process ${process.pid} `))
+})
+
+t.test('the holder touches its lock while it holds it, and stops when it lets go', async (t) => {
+  const dir = dataDir(t)
+  const release = lockDataDir(dir, 'the server', { heartbeatMs: 10 })
+  const path = join(dir, LOCK_FILE)
+  const past = new Date(Date.now() - 60_000)
+  utimesSync(path, past, past)
+  await settle(() => Date.now() - statSync(path).mtimeMs < 5_000)
+  t.pass('touched again')
+  release()
+  t.throws(() => statSync(path), { code: 'ENOENT' }, 'released: gone')
 })
