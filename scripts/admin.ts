@@ -11,7 +11,7 @@
 // long, takes Node 24's default, 13 million (package.json's start; the README says why). A Node
 // whose V8 drops the flag refuses to start ("bad option"): the README's test of these commands
 // fails then, rather than anything running differently.
-import { asksForHelp, describeError, runAdminCommand, USAGE } from '../src/cli/admin.js'
+import { asksForHelp, commandProblem, describeError, runAdminCommand, USAGE } from '../src/cli/admin.js'
 import { loadConfig } from '../src/config.js'
 import { openConfiguredDatabase, type DbHandle } from '../src/db/client.js'
 
@@ -21,6 +21,8 @@ try {
     process.stdout.write(`${USAGE}\n`)
     process.exit(0)
   }
+  const unknown = commandProblem(process.argv.slice(2))
+  if (unknown) throw unknown
   const config = loadConfig()
   database = await openConfiguredDatabase(config, 'the admin CLI')
   process.stderr.write(`Using ${database.description}.\n`)

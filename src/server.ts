@@ -34,7 +34,7 @@ function setupProblem(error: unknown, config: Config | undefined): string | unde
 }
 
 /** Where a command on this machine reaches the server: HOST, or the loopback address when HOST is every address. */
-const reachableHost = (config: Config) => (config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host)
+const reachableHost = (config: Config) => (config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host)
 
 /** A newcomer on an empty embedded database gets a project to call straight away; the key is printed once, never logged. */
 async function createDemoProject(config: Config, database: DbHandle, port: number): Promise<void> {
@@ -129,6 +129,8 @@ const DRAIN_SIGNALS: ('SIGTERM' | 'SIGINT')[] = ['SIGTERM', 'SIGINT']
 /** How soon a second stop signal is the first one's copy rather than a request to stop at once. */
 const SAME_STOP_MS = 500
 let stopSignal: string | undefined
+/** Whether shutDown has begun, whatever began it. */
+let shuttingDown = false
 
 /**
  * SIGTERM and SIGINT drain the server through close-with-grace, which takes any later signal for
@@ -140,7 +142,9 @@ let stopSignal: string | undefined
 function drainOnSignal(grace: { close(): void }): void {
   let firstAt = 0
   const onSignal = (signal: string) => {
-    if (stopSignal === undefined) {
+    // The server may be draining already (close-with-grace took another signal, SIGHUP say, or an
+    // error): then this is a second signal, as close-with-grace takes one.
+    if (stopSignal === undefined && !shuttingDown) {
       stopSignal = signal
       firstAt = performance.now()
       grace.close()
@@ -158,6 +162,7 @@ function drainOnSignal(grace: { close(): void }): void {
  * made; an error does not wait. close-with-grace's 10 s delay bounds it all.
  */
 async function shutDown({ err, signal = stopSignal }: { err?: Error; signal?: string }): Promise<void> {
+  shuttingDown = true
   if (err) {
     app!.log.error({ err: loggableError(err) }, 'shutting down after an error')
   } else {

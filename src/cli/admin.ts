@@ -96,23 +96,20 @@ const OPTIONS: Record<string, string[]> = {
   'revoke-key': [],
 }
 
+const PARSED_OPTIONS = {
+  name: { type: 'string' },
+  'no-name': { type: 'boolean' },
+  plan: { type: 'string' },
+  beta: { type: 'string' },
+  'expires-at': { type: 'string' },
+  limit: { type: 'string' },
+  offset: { type: 'string' },
+  cursor: { type: 'string' },
+} as const
+
 /** Runs one command; resolves to what it prints. Throws ApiError for bad input. */
 export async function runAdminCommand(argv: string[], config: Config, database: DbHandle): Promise<unknown> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      'no-name': { type: 'boolean' },
-      plan: { type: 'string' },
-      beta: { type: 'string' },
-      'expires-at': { type: 'string' },
-      limit: { type: 'string' },
-      offset: { type: 'string' },
-      cursor: { type: 'string' },
-    },
-    strict: true,
-  })
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: PARSED_OPTIONS, strict: true })
   const ctx = { config, repos: makeRepos(database.db, config.publicBaseUrl) } as AppContext
   const [command, ...args] = positionals
   const want = (n: number) => {
@@ -160,8 +157,18 @@ export async function runAdminCommand(argv: string[], config: Config, database: 
       await admin.adminRevokeApiKey({ params: { id: args[0], key_id: args[1] } } as never, ctx)
       return { revoked: args[1] }
     default:
-      throw new ApiError('validation_failed', `${command === undefined ? 'No command given' : `Unknown command "${command}"`}.\n\n${USAGE}`)
+      throw unknownCommand(command)
   }
+}
+
+const unknownCommand = (command: string | undefined) =>
+  new ApiError('validation_failed', `${command === undefined ? 'No command given' : `Unknown command "${command}"`}.\n\n${USAGE}`)
+
+/** The refusal of a command line that names no command, checked before any database is opened. */
+export function commandProblem(argv: readonly string[]): ApiError | undefined {
+  // Not strict: an option's problem is the command's to tell, once it runs.
+  const [command] = parseArgs({ args: [...argv], allowPositionals: true, options: PARSED_OPTIONS, strict: false }).positionals
+  return command !== undefined && command in OPTIONS ? undefined : unknownCommand(command)
 }
 
 /** Whether `argv` asks for the usage (`help`, `--help`, `-h`): it is printed, and no database opened. */

@@ -81,7 +81,7 @@ const CANCEL_REQUEST = 80877102
 const SSL_REQUEST = 80877103
 const GSSENC_REQUEST = 80877104
 /** FATAL errors that end a session without anything being wrong with the database. */
-const ROUTINE_FATAL = new Set(['57P05', '25P03'])
+const ROUTINE_FATAL = new Set(['57P05', '25P03', '25P04'])
 /** Startup errors that mean "cannot serve a connection now": the server is starting, shutting down or full. */
 const UNAVAILABLE_AT_STARTUP = /^(08|57P0|53300)/
 

@@ -4,6 +4,15 @@ import { isUnavailable } from '../http/errors.js'
 
 const SQLSTATE = /^[0-9A-Z]{5}$/
 
+/** The error PostgreSQL itself sent, wherever it is in the chain of causes (Drizzle wraps it); it has a severity, a Node error (EPERM) none. */
+function postgresError(error: unknown): { code: string; message: string } | undefined {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, message, severity } = e as { code?: unknown; message?: unknown; severity?: unknown }
+    if (typeof severity === 'string' && typeof code === 'string' && SQLSTATE.test(code)) return { code, message: String(message) }
+  }
+  return undefined
+}
+
 /** Hints for the SQLSTATEs an operator meets when DATABASE_URL names the wrong thing. */
 const HINTS: [RegExp, string][] = [
   [/^3D000$/, 'create it (createdb), or set DATABASE_URL to a database that exists'],
@@ -17,9 +26,9 @@ const HINTS: [RegExp, string][] = [
  */
 export function databaseStartProblem(error: unknown, database: string): string | undefined {
   if (!(error instanceof Error)) return undefined
-  if (isUnavailable(error)) return `${database} cannot be reached (${error.message}): start it, or set DATABASE_URL to a database that answers.`
-  const code = (error as { code?: unknown }).code
-  if (typeof code !== 'string' || !SQLSTATE.test(code)) return undefined
-  const hint = HINTS.find(([pattern]) => pattern.test(code))?.[1]
-  return `${database} refused the start: ${error.message} (SQLSTATE ${code})${hint ? `: ${hint}.` : '.'}`
+  const refusal = postgresError(error)
+  if (!refusal && isUnavailable(error)) return `${database} cannot be reached (${error.message}): start it, or set DATABASE_URL to a database that answers.`
+  if (!refusal) return undefined
+  const hint = HINTS.find(([pattern]) => pattern.test(refusal.code))?.[1]
+  return `${database} refused the start: ${refusal.message} (SQLSTATE ${refusal.code})${hint ? `: ${hint}.` : '.'}`
 }

@@ -75,9 +75,11 @@ export interface RateLimits {
 
 /**
  * How long a Redis command may take before the request passes without it: a Redis that stopped
- * answering (stalled, or cut off by the network without a reset) must not hold the API.
+ * answering (stalled, or cut off by the network without a reset) must not hold the API. Far
+ * beyond a healthy Redis's answer, and beyond the event loop's own stalls: ioredis checks its
+ * timer before it reads the answer, so a loop busy for longer times out a Redis that answered.
  */
-export const REDIS_COMMAND_TIMEOUT_MS = 250
+export const REDIS_COMMAND_TIMEOUT_MS = 1000
 /** How often the connection to Redis is tried with a PING, to tell when it stops answering and when it is back. */
 export const REDIS_PROBE_MS = 1000
 

@@ -201,7 +201,7 @@ t.test('npm start under a supervisor: a SIGTERM to npm drains the server, and np
   t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'the data directory is free')
 })
 
-t.test('npm run admin -- --help prints the usage and opens no database', async (t) => {
+t.test('npm run admin -- --help prints the usage, and an unknown command is refused, before any database is opened', async (t) => {
   const dataDir = join(await newDataDir(t), 'never-made')
   for (const help of ['--help', '-h', 'help']) {
     const run = admin(embeddedEnv(dataDir, 0), help)
@@ -209,6 +209,9 @@ t.test('npm run admin -- --help prints the usage and opens no database', async (
     t.match(run.stdout, /^Usage: npm run admin -- <command>\n/, `${help}: the usage, on stdout`)
     t.equal(run.stderr, '', `${help}: no database named`)
   }
+  const unknown = admin(embeddedEnv(dataDir, 0), 'launch')
+  t.equal(unknown.status, 1, 'an unknown command: exit code 1')
+  t.match(unknown.stderr, /^validation_failed: Unknown command "launch"\.\n\nUsage: /, 'named, with the usage, and no database named')
   t.notOk(existsSync(dataDir), 'no data directory made')
 })
 

@@ -1,0 +1,27 @@
+// What the server, the admin CLI and db:migrate say when the database refuses them at start-up.
+import { DrizzleQueryError } from 'drizzle-orm/errors'
+import t from 'tap'
+import { databaseStartProblem } from '../../src/db/start-problem.js'
+
+const WHERE = 'PostgreSQL at 127.0.0.1:5432/app'
+const refusal = (code: string, message: string) => Object.assign(new Error(message), { name: 'PostgresError', severity: 'ERROR', code })
+
+t.test("PostgreSQL's refusal is found under Drizzle's wrapper, with its hint", async (t) => {
+  // A migration's error comes wrapped, its SQLSTATE on the cause: the hint never showed, and the
+  // start printed a stack (found by a review).
+  const wrapped = new DrizzleQueryError('create table "x" ()', [], refusal('42501', 'permission denied for schema public'))
+  t.equal(
+    databaseStartProblem(wrapped, WHERE),
+    `${WHERE} refused the start: permission denied for schema public (SQLSTATE 42501): the user in DATABASE_URL needs the right to create tables in this database.`,
+  )
+  t.equal(
+    databaseStartProblem(refusal('3D000', 'database "app" does not exist'), WHERE),
+    `${WHERE} refused the start: database "app" does not exist (SQLSTATE 3D000): create it (createdb), or set DATABASE_URL to a database that exists.`,
+  )
+})
+
+t.test('an unreachable database is said so; an error of this machine (EPERM) is no SQLSTATE', async (t) => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5999'), { code: 'ECONNREFUSED' })
+  t.equal(databaseStartProblem(refused, WHERE), `${WHERE} cannot be reached (connect ECONNREFUSED 127.0.0.1:5999): start it, or set DATABASE_URL to a database that answers.`)
+  t.equal(databaseStartProblem(Object.assign(new Error("EPERM: operation not permitted, mkdir '/sys/x'"), { code: 'EPERM' }), WHERE), undefined)
+})
