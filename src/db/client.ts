@@ -19,6 +19,7 @@ import { preparedByDefault } from './prepared.js'
 import { migrationsFolder } from '../paths.js'
 import { defaults, SetupError, statementDeadlineFor, type Config } from '../config.js'
 import { databaseStartProblem } from './start-problem.js'
+import { parseTextArray, TEXT_ARRAY_OID, textArrayLiteral } from './text-array.js'
 import * as schema from './schema.js'
 
 export type Schema = typeof schema
@@ -181,8 +182,9 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       ssl: false,
       // The type query postgres.js runs on each new connection drops its error when that
       // connection is killed, crashing the process with an unhandled rejection (porsager/postgres
-      // #1192, #1205). Our only array column is text[], which Drizzle parses itself.
+      // #1192, #1205). Our only array columns are text[], which text-array.ts reads.
       fetch_types: false,
+      types: { textArray: { to: TEXT_ARRAY_OID, from: [TEXT_ARRAY_OID], serialize: textArrayLiteral, parse: parseTextArray } },
       // Every connection is opened by the gate (gate.ts), which fails fast while PostgreSQL cannot
       // be reached and paces the attempts; the driver's own delay would only add to it.
       backoff: () => 0,

@@ -33,6 +33,21 @@ t.test('labels are stored trimmed, lowercased and de-duplicated in first-seen or
   t.strictSame(res.json.data.labels, ['new', 'ui', 'fix'])
 })
 
+t.test('labels come back as written, whatever characters array syntax uses: backslashes, quotes, braces, commas, NULL', async (t) => {
+  // On PostgreSQL the driver handed text[] over as its text form, and Drizzle's parser dropped
+  // every backslash: `C:\temp` read back as `c:temp`, and `\` as `` (found by a review
+  // comparing the two databases). The contract changes a label by trimming and lowercasing only.
+  const { key } = await createProject()
+  const labels = ['C:\\temp', '\\', '"quoted"', '{brace}', 'a,b', 'null', 'NULL x', 'two  spaces', 'tab\there', 'ünï😀']
+  const created = await post(t, key, { title: 'L', labels, status: 'published' })
+  const expected = labels.map((label) => label.toLowerCase())
+  t.strictSame(created.json.data.labels, expected, 'as the write answers')
+  const app = await testApp()
+  t.strictSame((await call(t, app, { url: `/v1/changelog/${created.json.data.id}`, key })).json.data.labels, expected, 'as a read answers')
+  const page = await call(t, app, { url: `/v1/changelog?label=${encodeURIComponent('C:\\temp')}`, key })
+  t.strictSame(page.json.data.map((entry: { labels: string[] }) => entry.labels), [expected], 'as a list filtered on one of them answers')
+})
+
 t.test('a label that lowercasing makes longer than 32 characters is 400', async (t) => {
   const { key } = await createProject()
   const res = await post(t, key, { title: 'L', labels: ['ok', 'İ'.repeat(20)] })
