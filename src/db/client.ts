@@ -177,7 +177,10 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       connect_timeout: 0,
       onnotice: () => {},
       prepare,
-      connection: { statement_timeout: statementTimeoutMs },
+      // TimeZone: timestamps come back in UTC whatever the database's own zone. In another, a
+      // date before standard time is written with its local mean time (+00:19:32), which no
+      // JavaScript Date parses: a year-1000 date answered 500 (found by a review).
+      connection: { statement_timeout: statementTimeoutMs, TimeZone: 'UTC' },
       // The gate negotiates TLS (tlsMode), so that it reads the protocol after decryption.
       ssl: false,
       // The type query postgres.js runs on each new connection drops its error when that
