@@ -141,8 +141,11 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, no
     nameSpace: 'feedback-rl:',
     ...(redis ? { redis } : { store: boundedStore(STORE_CAPACITY, now) }),
     keyGenerator: (request) => (isPublic(request) ? `ip:${clientAddress(request)}` : 'admin'),
-    errorResponseBuilder: (request, context) =>
-      new ApiError('rate_limited', `More than ${context.max} requests a minute ${isPublic(request) ? 'from this address' : 'with the admin token'}; retry in ${context.after}.`),
+    errorResponseBuilder: (request, context) => {
+      const what = rateLimitCategory(request) === 'signup' ? 'signup' : 'request'
+      const counted = `${context.max} ${what}${context.max === 1 ? '' : 's'}`
+      return new ApiError('rate_limited', `More than ${counted} a minute ${isPublic(request) ? 'from this address' : 'with the admin token'}; retry in ${context.after}.`)
+    },
   })
 
   // Each a store of its own (in Redis, keys of their own), so neither can crowd the other. In

@@ -102,6 +102,7 @@ t.test('signups are limited per client address', async (t) => {
     if (res.status === 429) {
       t.equal(res.json.code, 'rate_limited')
       t.ok(res.headers['retry-after'])
+      t.match(res.json.detail, /^More than 10 signups a minute from this address; retry in /, 'says what it counts')
     }
   }
   t.same(statuses, [...Array(10).fill(201), 429])
