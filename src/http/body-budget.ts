@@ -236,7 +236,11 @@ export function registerBodyBudget(app: FastifyInstance, budgets: BodyBudgets, w
     } catch (error) {
       return done(error as Error)
     }
-    if (!hold) return done(null, payload)
+    // No budget: the deployment's own answers (the documents, /docs/'s 3 MB script, the metrics,
+    // the operator's). Still sent in slices under the send watch: a client that does not read holds
+    // two slices, not the whole body, and is cut off (found by an attacker review: six hundred
+    // unread /docs/js/scalar.js took 6 GB of the heap, without a key).
+    if (!hold) return done(null, bytes < COUNTED_BODY_BYTES ? payload : sentInSlices(request, reply, payload as string, bytes))
     releaseOnClose(hold.release, reply.raw, request.socket)
     done(null, bytes < COUNTED_BODY_BYTES ? payload : sentInSlices(request, reply, payload as string, bytes))
   })

@@ -425,3 +425,26 @@ t.test('many large answers pipelined on one connection add one listener to it, n
   await new Promise((resolve) => setImmediate(resolve))
   t.same(warnings, [], 'no MaxListenersExceededWarning')
 })
+
+t.test('answers outside the budgets (/docs/\'s script, the documents) are sent in slices too: a client that stops reading is cut off', async (t) => {
+  // Found by an attacker review: /docs/js/scalar.js (3 MB, no key, no rate limit) was written
+  // whole to every connection, and six hundred that never read it held 6 GB of the heap.
+  const app = await testApp({}, { sendWatch: { minBytes: 1_000_000, windowMs: undefined } })
+  await overHttp(app)
+  // A plugin's asset, outside the spec (test/http/routes.test.ts): asked for without the spec check.
+  const whole = await app.inject({ url: '/docs/js/scalar.js' })
+  t.equal(whole.statusCode, 200)
+  t.ok(whole.rawPayload.length > 1_000_000, 'a large script')
+  t.equal(Number(whole.headers['content-length']), whole.rawPayload.length, 'sent whole, with its length, to a client that reads it')
+
+  // Four times on one connection: more than the kernel's buffers take.
+  const stalled = stalledRead(app, '/docs/js/scalar.js', { times: 4 })
+  while (!/^http_slow_answers_closed_total 1$/m.test(await app.metrics.text())) {
+    app.sendWatch.check()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  const closed = new Promise((resolve) => stalled.once('close', resolve))
+  stalled.resume()
+  await closed
+  t.pass('its connection closed by the server')
+})
