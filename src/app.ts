@@ -28,7 +28,7 @@ import { notFoundOrNotAllowed, registerRoutes, routedPath } from './http/routes.
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
-import { refuseInvalidHost, refuseUndecodableUrl, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
+import { refuseInvalidHost, refuseUndecodableUrl, refuseUnmetExpectation, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
 
 /** How long nothing may move on a connection while a request is served (connectionTimeout below). */
 export const STALLED_CONNECTION_MS = 60_000
@@ -141,7 +141,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     // Node's default is no limit: a body trickled a byte at a time would hold its connection for
     // ever. Set on the server at creation too, so that Node derives headersTimeout from it.
     requestTimeout: config.requestTimeoutMs,
-    http: { requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: checkingInterval(config.requestTimeoutMs) },
+    // requireHostHeader: a request without Host is refused by refuseInvalidHost, as every 400 is.
+    http: { requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: checkingInterval(config.requestTimeoutMs), requireHostHeader: false },
     clientErrorHandler: makeClientErrorHandler(config.requestTimeoutMs, requestIds),
     // Fastify's own 503 while closing is plain JSON without our headers; requests that reach us
     // while draining are served, since the pool closes only after the server has.
@@ -158,6 +159,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     },
   })
   app.server.on('connect', makeConnectHandler(app))
+  // An Expect Node does not meet goes through the routes like any request, to refuseUnmetExpectation.
+  app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
 
   const ctx: AppContext = {
     config,
@@ -205,6 +208,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.setValidatorCompiler(validatorCompiler)
   app.addHook('preValidation', async (request) => {
     refuseInvalidHost(request)
+    refuseUnmetExpectation(request)
     await refuseUndecodableUrl(request)
   })
   registerJsonParser(app, BODY_LIMIT)

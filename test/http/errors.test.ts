@@ -40,6 +40,22 @@ t.test('a Host header sent twice or holding no host and port is a 400 (RFC 9112 
   t.match(twice, /^HTTP\/1\.1 400 [^]*"path":"\/Host"/, 'sent twice')
   const http10 = await rawExchange(listening, 'GET /healthz HTTP/1.0\r\n\r\n')
   t.match(http10, /^HTTP\/1\.1 200 /, 'HTTP/1.0 may send none')
+  // Node answered these itself, a bare 400 without X-Request-Id or a problem (found by an attacker review).
+  const none = await rawExchange(listening, 'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n')
+  t.match(none, /^HTTP\/1\.1 400 [^]*x-request-id: [^]*x-content-type-options: nosniff[^]*"path":"\/Host","message":"is required: one host name or address, with an optional port"/, 'HTTP/1.1 without one: a 400 problem')
+})
+
+t.test('an Expect other than 100-continue is a 400 problem, after the key; 100-continue is met', async (t) => {
+  // Node answered a bare 417, without X-Request-Id or a problem (found by an attacker review).
+  const app = await testApp({ adminToken: ADMIN_TOKEN })
+  const { key } = await createProject()
+  await overHttp(app)
+  const unmet = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nExpect: something-else\r\nConnection: close\r\n\r\n`)
+  t.match(unmet, /^HTTP\/1\.1 400 [^]*x-request-id: [^]*"path":"\/Expect"/, 'refused, naming the header')
+  const withoutKey = await rawExchange(app, 'GET /v1/changelog HTTP/1.1\r\nHost: a\r\nExpect: something-else\r\nConnection: close\r\n\r\n')
+  t.match(withoutKey, /^HTTP\/1\.1 401 /, 'a missing key first')
+  const met = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`)
+  t.match(met, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, '100-continue: continued, then answered')
 })
 
 t.test('CONNECT is a 405 problem with an empty Allow, not a connection closed unanswered', async (t) => {
