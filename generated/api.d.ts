@@ -522,7 +522,11 @@ export interface paths {
          *     the delivery has attempts left, otherwise it is `failed` again. Asked for while an attempt
          *     is under way, the retry is made once that attempt ends, whatever it came to (that attempt
          *     is counted; an answer `410` disables the endpoint, and then there is none). A disabled
-         *     endpoint is sent nothing: `409 endpoint_disabled` (enable it first).
+         *     endpoint is sent nothing: `409 endpoint_disabled` (enable it first). A delivery of a
+         *     beta event (`beta_tester.*`, `beta_feedback.created`) while the project's beta feature
+         *     is off is accepted like any other (`202`, due now) and waits, as every beta delivery
+         *     does then, until the feature is on again: it is listed, with its event hidden from the
+         *     event log meanwhile.
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
