@@ -155,6 +155,15 @@ export function refuseUnmetExpectation(request: FastifyRequest): void {
 }
 
 /**
+ * A Content-Type sent twice is a 400: Node keeps the first, and which one the client meant
+ * cannot be known (found by an attacker review; Authorization, Host and Idempotency-Key are held
+ * to once too).
+ */
+export function refuseRepeatedContentType(request: FastifyRequest): void {
+  if (timesSent(request, 'content-type') > 1) throw invalidField('header', '/Content-Type', 'must be sent once')
+}
+
+/**
  * A preValidation hook, so after the guard: an operation's path the router could not have
  * decoded (routableUrl), or a query string whose names or values are not percent-encoded UTF-8 (`%ZZ`,
  * a cut-off `%E0%A4%A`, an encoded lone surrogate), is a 400. The query parser keeps such text

@@ -315,3 +315,20 @@ t.test('a URL needs a host, and pattern failures say what is expected, in words'
   const label = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'x', labels: ['a'.repeat(33)] } })
   t.same(label.json.errors, [{ in: 'body', path: '/labels/0', message: 'must be a label of 1 to 32 characters, not counting white space around them' }])
 })
+
+t.test('every header line is read, however many; a Content-Type sent twice is a 400', async (t) => {
+  // Node read the first 2000 lines and dropped the rest: an Authorization after a thousand filler
+  // headers was a 401; a second Content-Type was ignored (found by an attacker review).
+  const app = await testApp({ adminToken: ADMIN_TOKEN })
+  const { key } = await createProject()
+  await overHttp(app)
+  const fillers = Array.from({ length: 1500 }, (_, i) => `X-F${i}: 1\r\n`).join('')
+  const late = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\n${fillers}Authorization: Bearer ${key}\r\nConnection: close\r\n\r\n`)
+  t.match(late, /^HTTP\/1\.1 200 /, 'the key after 1500 headers is read')
+  const body = JSON.stringify({ title: 'Twice' })
+  const twice = await rawExchange(
+    app,
+    `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+  )
+  t.match(twice, /^HTTP\/1\.1 400 [^]*"path":"\/Content-Type","message":"must be sent once"/, 'Content-Type twice: refused')
+})
