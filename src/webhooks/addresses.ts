@@ -44,6 +44,7 @@ const V6: readonly [string, number][] = [
  */
 const CARRYING_V4: readonly [prefix: string, at: number][] = [
   ['::ffff:0:0', 96], // IPv4-mapped: a dual-stack socket connects to the IPv4 address itself
+  ['::ffff:0:0:0', 96], // IPv4-translated (SIIT, RFC 2765): a stateless translator connects to it
   ['64:ff9b::', 96], // NAT64's well-known prefix (RFC 6052): the translator connects to it
   ['2002::', 16], // 6to4 (RFC 3056): a 6to4 router tunnels to it
 ]

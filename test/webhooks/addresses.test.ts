@@ -44,6 +44,8 @@ const REFUSED: [address: string, why: string][] = [
   ['::ffff:a9fe:a9fe', 'IPv4-mapped link-local'],
   ['::ffff:0.0.0.0', 'IPv4-mapped this network'],
   ['::ffff:255.255.255.255', 'IPv4-mapped broadcast'],
+  ['::ffff:0:127.0.0.1', 'IPv4-translated loopback (SIIT), found by an attacker review'],
+  ['::ffff:0:a00:1', 'IPv4-translated private, in hexadecimal'],
   ['64:ff9b::127.0.0.1', 'NAT64 of loopback'],
   ['64:ff9b::a00:1', 'NAT64 of 10.0.0.1'],
   ['64:ff9b::a9fe:a9fe', 'NAT64 of 169.254.169.254'],
