@@ -293,20 +293,6 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     }
   })
   app.addHook('onClose', async () => stopWatching())
-  // Behind PgBouncer the statement timeout asked for at connect may not reach PostgreSQL (README,
-  // "Behind PgBouncer"); without one, a statement waiting on a lock reads as an outage.
-  // Not awaited: a database that does not answer yet must not hold the start.
-  app.addHook('onReady', async () => {
-    void database.statementTimeoutMs().then(
-      (timeout) => {
-        if (timeout !== 0) return
-        app.log.warn(
-          'PostgreSQL runs statements without a statement_timeout: DB_STATEMENT_TIMEOUT_MS did not reach it (behind PgBouncer, set it on the role: ALTER ROLE ... SET statement_timeout)',
-        )
-      },
-      () => undefined,
-    )
-  })
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     // The client hung up (or was cut off at the request timeout, or its connection closed by the

@@ -9,7 +9,7 @@ import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { loadConfig, SetupError, type Config } from './config.js'
-import { openConfiguredDatabase, type DbHandle } from './db/client.js'
+import { openConfiguredDatabase, warnWithoutStatementTimeout, type DbHandle } from './db/client.js'
 import { loggableError } from './db/results.js'
 import { makeRepos } from './db/repos/index.js'
 import { autovacuumRuns, startWebhookDispatcher, type WebhookDispatcher } from './jobs/webhook-dispatcher.js'
@@ -110,8 +110,9 @@ async function start(): Promise<void> {
     // The port listened on (PORT=0 lets the system choose it).
     const port = (app.server.address() as AddressInfo).port
     await createDemoProject(config, database, port)
-    // A convenience: a database that stops answering right now is for the requests to report.
+    // Conveniences: a database that stops answering right now is for the requests to report.
     await firstProjectHint(config, database, port).catch(() => undefined)
+    await warnWithoutStatementTimeout(database, app.log).catch(() => undefined)
     // The background work every instance shares (src/jobs/).
     const repos = makeRepos(database.db, config.publicBaseUrl, { deliveriesDue: () => dispatcher?.wake() })
     jobs = [publicationSweep({ repos, log: app.log }), eventPruning({ repos, log: app.log })]

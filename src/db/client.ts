@@ -277,6 +277,18 @@ function tlsMode(databaseUrl: string): TlsMode | undefined {
 }
 
 /** A cheap round trip, for /readyz. */
+/**
+ * Warns when PostgreSQL runs the pool's statements without a statement_timeout: behind PgBouncer
+ * the one asked for at connect may not reach it (README, "Behind PgBouncer"), and without one a
+ * statement waiting on a lock reads as an outage. Run by the server once it listens.
+ */
+export async function warnWithoutStatementTimeout(database: DbHandle, log: { warn(message: string): void }): Promise<void> {
+  if ((await database.statementTimeoutMs()) !== 0) return
+  log.warn(
+    'PostgreSQL runs statements without a statement_timeout: DB_STATEMENT_TIMEOUT_MS did not reach it (behind PgBouncer, set it on the role: ALTER ROLE ... SET statement_timeout)',
+  )
+}
+
 export async function ping(db: Database): Promise<void> {
   await db.execute(sql`select 1`)
 }

@@ -36,11 +36,16 @@ export async function overHttp(app: FastifyInstance): Promise<(sent: SentRequest
     })
 }
 
-/** Writes `text` as it is to `app` (listening, as overHttp leaves it) and returns all it answers, once it closes the connection. */
-export function rawExchange(app: FastifyInstance, text: string): Promise<string> {
+/**
+ * Writes `text` as it is to `app` (listening, as overHttp leaves it) and returns all it answers,
+ * once it closes the connection. The client ends its side once it has written, unless `keepOpen`:
+ * Node's server then drops a request still being answered (one waiting on PostgreSQL), so a
+ * request that must be answered after a database read says `Connection: close` and keeps its side open.
+ */
+export function rawExchange(app: FastifyInstance, text: string, { keepOpen = false } = {}): Promise<string> {
   const { port } = app.server.address() as { port: number }
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.end(text))
+    const socket = connect(port, '127.0.0.1', () => (keepOpen ? socket.write(text) : socket.end(text)))
     let answer = ''
     socket.setEncoding('utf8')
     socket.on('data', (chunk: string) => (answer += chunk))

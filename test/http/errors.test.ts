@@ -50,19 +50,19 @@ t.test('an Expect other than 100-continue is a 400 problem, after the key; 100-c
   const app = await testApp({ adminToken: ADMIN_TOKEN })
   const { key } = await createProject()
   await overHttp(app)
-  const unmet = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nExpect: something-else\r\nConnection: close\r\n\r\n`)
+  const unmet = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nExpect: something-else\r\nConnection: close\r\n\r\n`, { keepOpen: true })
   t.match(unmet, /^HTTP\/1\.1 400 [^]*x-request-id: [^]*"path":"\/Expect"/, 'refused, naming the header')
-  const withoutKey = await rawExchange(app, 'GET /v1/changelog HTTP/1.1\r\nHost: a\r\nExpect: something-else\r\nConnection: close\r\n\r\n')
+  const withoutKey = await rawExchange(app, 'GET /v1/changelog HTTP/1.1\r\nHost: a\r\nExpect: something-else\r\nConnection: close\r\n\r\n', { keepOpen: true })
   t.match(withoutKey, /^HTTP\/1\.1 401 /, 'a missing key first')
-  const met = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`)
+  const met = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`, { keepOpen: true })
   t.match(met, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, '100-continue: continued, then answered')
   // Node said 100 Continue at once, inviting a body it then refused unread (found by an attacker review).
   const body = JSON.stringify({ title: 'Continued' })
   const post = (headers: string) =>
-    rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a\r\n${headers}Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+    rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a\r\n${headers}Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`, { keepOpen: true })
   t.match(await post(''), /^HTTP\/1\.1 401 /, 'no key: refused, never invited to send the body')
   t.match(await post(`Authorization: Bearer ${key}\r\n`), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /, 'a key: invited, then written')
-  const tooLarge = await rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2000000\r\nConnection: close\r\n\r\n`)
+  const tooLarge = await rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2000000\r\nConnection: close\r\n\r\n`, { keepOpen: true })
   t.match(tooLarge, /^HTTP\/1\.1 413 /, 'a body over the limit: refused, never invited')
 })
 
@@ -331,12 +331,13 @@ t.test('every header line is read, however many; a Content-Type sent twice is a 
   const { key } = await createProject()
   await overHttp(app)
   const fillers = Array.from({ length: 1500 }, (_, i) => `X-F${i}: 1\r\n`).join('')
-  const late = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\n${fillers}Authorization: Bearer ${key}\r\nConnection: close\r\n\r\n`)
+  const late = await rawExchange(app, `GET /v1/changelog HTTP/1.1\r\nHost: a\r\n${fillers}Authorization: Bearer ${key}\r\nConnection: close\r\n\r\n`, { keepOpen: true })
   t.match(late, /^HTTP\/1\.1 200 /, 'the key after 1500 headers is read')
   const body = JSON.stringify({ title: 'Twice' })
   const twice = await rawExchange(
     app,
     `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    { keepOpen: true },
   )
   t.match(twice, /^HTTP\/1\.1 400 [^]*"path":"\/Content-Type","message":"must be sent once"/, 'Content-Type twice: refused')
 })

@@ -4,13 +4,12 @@
 // new database of its own, migrated through PgBouncer; fails, never skips, when PgBouncer or
 // PostgreSQL cannot be started or reached. (CI also runs the contract tests through it: .ci/pgbouncer.)
 import { readdirSync } from 'node:fs'
-import { Writable } from 'node:stream'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
-import { openDatabase } from '../../src/db/client.js'
+import { openDatabase, warnWithoutStatementTimeout } from '../../src/db/client.js'
 import { rowsOf } from '../../src/db/results.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { migrationsFolder } from '../../src/paths.js'
@@ -109,19 +108,8 @@ t.test('a statement_timeout that did not reach PostgreSQL is one warn line at st
   // role a statement waiting on a lock reads as an outage on every instance (found by a fleet review).
   const warned = async (handle: Awaited<ReturnType<typeof open>>) => {
     const lines: string[] = []
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(...String(chunk).split('\n').filter(Boolean))
-        done()
-      },
-    })
-    const app = await buildApp({ ...defaults, logLevel: 'info', databaseUrl: url, dbPrepare: false }, handle, { logger: { stream } })
-    await app.ready()
-    // The check runs after the start, without holding it: its one statement, then a turn.
-    await handle.statementTimeoutMs()
-    await new Promise((resolve) => setImmediate(resolve))
-    await app.close()
-    return lines.some((line) => /without a statement_timeout/.test(JSON.parse(line).msg))
+    await warnWithoutStatementTimeout(handle, { warn: (line) => lines.push(line) })
+    return lines.some((line) => /without a statement_timeout/.test(line))
   }
   t.equal(await warned(await open(1)), true, 'through PgBouncer, with no timeout on the role: warned')
   const directly = await openDatabase({ databaseUrl: direct, poolSize: 1, statementTimeoutMs: 5000 })
