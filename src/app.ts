@@ -38,13 +38,16 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const readDocument = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as object
 
 /**
- * A preParsing hook, after the guard's: a client that asked whether to send its body
- * (Expect: 100-continue) is told to now that nothing will refuse it unread (found by an
- * attacker review: Node said 100 Continue at once, to requests then answered 401 or 413).
+ * A preParsing hook, after the guard's, for an HTTP/1.1 request with an Expect (HTTP/1.0 has
+ * none: RFC 9110 §10.1.1): one the server does not meet is refused before the body is awaited;
+ * a client that asked whether to send its body (100-continue) is told to now that nothing will
+ * refuse it unread (found by an attacker review: Node said 100 Continue at once, to requests then
+ * answered 401 or 413).
  */
 async function continueOnceAccepted(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  if (request.headers.expect?.trim().toLowerCase() !== '100-continue' || reply.raw.headersSent) return
-  if (Number(request.headers['content-length'] ?? 0) > BODY_LIMIT) return
+  if (request.headers.expect === undefined || request.raw.httpVersion !== '1.1') return
+  refuseUnmetExpectation(request)
+  if (reply.raw.headersSent || Number(request.headers['content-length'] ?? 0) > BODY_LIMIT) return
   reply.raw.writeContinue()
 }
 
@@ -226,7 +229,6 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.setValidatorCompiler(validatorCompiler)
   app.addHook('preValidation', async (request) => {
     refuseInvalidHost(request)
-    refuseUnmetExpectation(request)
     refuseRepeatedContentType(request)
     await refuseUndecodableUrl(request)
   })

@@ -143,9 +143,9 @@ export function refuseInvalidHost(request: FastifyRequest): void {
 }
 
 /**
- * An Expect other than 100-continue (which Node answers itself) is a 400: it is the only
- * expectation this server meets (RFC 9110 §10.1.1 lets it answer so). Node answered a bare 417
- * before any hook; the server passes such a request on (app.ts) to be answered here, after the key.
+ * An Expect other than 100-continue is a 400: it is the only expectation this server meets
+ * (RFC 9110 §10.1.1 lets it answer so). Node answered a bare 417 before any hook; the server
+ * passes such a request on (app.ts) to be answered here, after the key, before its body is awaited.
  */
 export function refuseUnmetExpectation(request: FastifyRequest): void {
   const expect = request.headers.expect

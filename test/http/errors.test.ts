@@ -341,3 +341,16 @@ t.test('every header line is read, however many; a Content-Type sent twice is a 
   )
   t.match(twice, /^HTTP\/1\.1 400 [^]*"path":"\/Content-Type","message":"must be sent once"/, 'Content-Type twice: refused')
 })
+
+t.test('Expect in HTTP/1.0 is ignored; an Expect list is refused before the body is awaited', async (t) => {
+  // Found by a review: HTTP/1.0 got a 100 Continue (RFC 9110: never a 1xx to HTTP/1.0), and
+  // `Expect: 100-continue, x` waited for a body that a waiting client never sent.
+  const app = await testApp({ adminToken: ADMIN_TOKEN })
+  const { key } = await createProject()
+  await overHttp(app)
+  const body = JSON.stringify({ title: 'Old client' })
+  const http10 = await rawExchange(app, `POST /v1/changelog HTTP/1.0\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n${body}`, { keepOpen: true })
+  t.match(http10, /^HTTP\/1\.1 201 /, 'HTTP/1.0: no 100, the write answered')
+  const listed = await rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nExpect: 100-continue, x\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, { keepOpen: true })
+  t.match(listed, /^HTTP\/1\.1 400 [^]*"path":"\/Expect"/, 'a list: refused without its body')
+})
