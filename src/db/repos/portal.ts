@@ -42,16 +42,23 @@ export function portalRepo(db: Database, transact: Transact = newTransaction(db)
     return row
   }
 
-  /** The project's invited end user for `email`, made on first use; the unique index settles races. */
+  /**
+   * The project's invited end user for `email`, made on first use; the unique index settles races.
+   * Locked until the transaction ends (the update of a row that exists): migration 0017's trigger,
+   * forgetting an end user no tester is, locks it first, so it either waits for this transaction
+   * and then sees its tester, or goes first, and this insert makes a new one. Read without a lock,
+   * it could be forgotten between this read and the tester's update (found by a review).
+   */
   async function invitedEndUserId(tx: Database, projectId: string, email: string): Promise<string> {
-    await tx
+    const [row] = await tx
       .insert(end_users)
       .values({ id: newId('eu'), project_id: projectId, email, source: 'invite' })
-      .onConflictDoNothing({ target: [end_users.project_id, end_users.email], where: sql`${end_users.source} = 'invite'` })
-    const [row] = await tx
-      .select({ id: end_users.id })
-      .from(end_users)
-      .where(and(eq(end_users.project_id, projectId), eq(end_users.email, email), eq(end_users.source, 'invite')))
+      .onConflictDoUpdate({
+        target: [end_users.project_id, end_users.email],
+        targetWhere: sql`${end_users.source} = 'invite'`,
+        set: { email: sql`excluded.email` },
+      })
+      .returning({ id: end_users.id })
     return row!.id
   }
 
