@@ -226,7 +226,15 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   let unlock = () => {}
   if (options.dataDir) {
     await mkdir(options.dataDir, { recursive: true })
-    unlock = lockDataDir(options.dataDir, options.role ?? `process ${process.argv.slice(1).join(' ')}`)
+    const dataDir = options.dataDir
+    unlock = lockDataDir(dataDir, options.role ?? `process ${process.argv.slice(1).join(' ')}`, {
+      // Another process has the lock now, and may have opened the database: two writers corrupt
+      // it, so this one stops at once, without another write.
+      onLost: () => {
+        process.stderr.write(`The lock on the embedded database in ${dataDir} was taken by another process while this one held it (paused for longer than its heartbeat allows?): stopping, so that the database never has two writers.\n`)
+        process.exit(1)
+      },
+    })
   }
   // PGlite runs PostgreSQL's default 128 MB of shared buffers inside this process; its data
   // files already sit in the OS page cache, so 32 MB costs nothing measurable and keeps the

@@ -15,8 +15,9 @@
 //   lock was touched within STALE_MS (a container restarted on the volume takes the lock over
 //   that long after its predecessor died; until then its start is refused);
 // - a lock that records no namespace (written before it did, or off Linux): its PID alive.
-import { linkSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { linkSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { SetupError } from '../config.js'
 
 export const LOCK_FILE = 'feedback-service.lock'
@@ -110,10 +111,33 @@ function readHolder(path: string): Holder | undefined {
 }
 
 /**
- * Takes the data directory's lock for this process, or throws SetupError naming the
- * holder. Returns the function that releases it.
+ * The heartbeat, in a thread of its own: the embedded database runs its statements on the main
+ * thread, and one that runs long must not stop the touches (found by a review: a lock untouched
+ * for 30 s is taken over from another namespace). It says 'lost' when the lock is no longer this
+ * process's (taken over while the whole process was paused, say).
  */
-export function lockDataDir(dataDir: string, role: string, { heartbeatMs = HEARTBEAT_MS } = {}): () => void {
+const HEARTBEAT_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { readFileSync, utimesSync } = require('node:fs')
+setInterval(() => {
+  try {
+    const holder = JSON.parse(readFileSync(workerData.path, 'utf8'))
+    if (holder.pid !== workerData.pid || holder.started_at !== workerData.startedAt) return parentPort.postMessage('lost')
+    const now = new Date()
+    utimesSync(workerData.path, now, now)
+  } catch {
+    parentPort.postMessage('lost')
+  }
+}, workerData.intervalMs)
+`
+
+/**
+ * Takes the data directory's lock for this process, or throws SetupError naming the holder.
+ * Returns the function that releases it. `onLost` is called if the lock stops being this
+ * process's while it holds it: by then another process may have opened the database, and this
+ * one must stop writing to it (the server stops).
+ */
+export function lockDataDir(dataDir: string, role: string, { heartbeatMs = HEARTBEAT_MS, onLost = () => {} }: { heartbeatMs?: number; onLost?: () => void } = {}): () => void {
   const path = join(dataDir, LOCK_FILE)
   const mine: Holder = { pid: process.pid, role, started_at: new Date().toISOString(), process_start: processStart(process.pid), pid_ns: pidNamespace() }
   const content = `${JSON.stringify(mine)}\n`
@@ -126,12 +150,16 @@ export function lockDataDir(dataDir: string, role: string, { heartbeatMs = HEART
         return holder?.pid === process.pid && holder.started_at === mine.started_at
       }
       // The heartbeat, for an opener in another PID namespace, which cannot see this process.
-      const heartbeat = setInterval(() => {
-        const now = new Date()
-        if (ours()) utimesSync(path, now, now)
-      }, heartbeatMs).unref()
+      const heartbeat = new Worker(HEARTBEAT_THREAD, { eval: true, workerData: { path, pid: process.pid, startedAt: mine.started_at, intervalMs: heartbeatMs } })
+      heartbeat.unref()
+      let lost = false
+      heartbeat.on('message', () => {
+        if (lost || !held.has(path)) return
+        lost = true
+        onLost()
+      })
       const release = () => {
-        clearInterval(heartbeat)
+        void heartbeat.terminate()
         if (ours()) unlinkSync(path)
         held.delete(path)
         process.off('exit', release)

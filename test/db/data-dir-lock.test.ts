@@ -87,3 +87,18 @@ t.test('the holder touches its lock while it holds it, and stops when it lets go
   release()
   t.throws(() => statSync(path), { code: 'ENOENT' }, 'released: gone')
 })
+
+t.test("a lock that stops being this process's while it holds it is reported, so that the holder stops", async (t) => {
+  // Found by a review: a server paused past the heartbeat's allowance had its lock taken from
+  // another namespace, and carried on writing beside the new holder. The heartbeat runs in a
+  // thread of its own (a long statement on the main thread does not stop it) and says when the
+  // lock is no longer its own.
+  const dir = dataDir(t)
+  let lost = 0
+  const release = lockDataDir(dir, 'the server', { heartbeatMs: 10, onLost: () => lost++ })
+  writeLock(dir, { pid: 1, pid_ns: 'pid:[1]' })
+  await settle(() => lost > 0)
+  t.equal(lost, 1, 'reported once')
+  release()
+  t.equal(lockOf(dir).pid, 1, "the other process's lock is left alone")
+})
