@@ -120,6 +120,8 @@ export interface BuildOptions {
  * URL is the client's 400, not Scalar's 500.
  */
 function refuseUnbuildableUrl(request: FastifyRequest): void {
+  // The Host's own rules first (a missing one named as such): this runs before the preValidation hook.
+  refuseInvalidHost(request)
   if (!/^https?$/i.test(request.protocol)) throw invalidField('header', '/X-Forwarded-Proto', 'must be http or https')
   if (!URL.canParse(`${request.protocol}://${request.hostname}/`)) {
     const header = request.host === request.headers.host ? 'Host' : 'X-Forwarded-Host'

@@ -168,7 +168,7 @@ const unknownCommand = (command: string | undefined) =>
 export function commandProblem(argv: readonly string[]): ApiError | undefined {
   // Not strict: an option's problem is the command's to tell, once it runs.
   const [command] = parseArgs({ args: [...argv], allowPositionals: true, options: PARSED_OPTIONS, strict: false }).positionals
-  return command !== undefined && command in OPTIONS ? undefined : unknownCommand(command)
+  return command !== undefined && Object.hasOwn(OPTIONS, command) ? undefined : unknownCommand(command)
 }
 
 /** Whether `argv` asks for the usage (`help`, `--help`, `-h`): it is printed, and no database opened. */

@@ -15,12 +15,12 @@ export function parseTextArray(text: string): (string | null)[] {
   while (i < text.length) {
     if (text[i] === '"') {
       let item = ''
-      for (i++; text[i] !== '"'; i++) item += text[i] === '\\' ? text[++i] : text[i]
+      for (i++; i < text.length && text[i] !== '"'; i++) item += text[i] === '\\' ? text[++i] : text[i]
       items.push(item)
       i++ // past the closing quote
     } else {
       let end = i
-      while (text[end] !== ',' && text[end] !== '}') end++
+      while (end < text.length && text[end] !== ',' && text[end] !== '}') end++
       const item = text.slice(i, end)
       // Unquoted NULL is SQL NULL; an element whose text is NULL is written quoted.
       items.push(item === 'NULL' ? null : item)
