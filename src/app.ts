@@ -124,7 +124,7 @@ function refuseUnbuildableUrl(request: FastifyRequest): void {
   refuseInvalidHost(request)
   if (!/^https?$/i.test(request.protocol)) throw invalidField('header', '/X-Forwarded-Proto', 'must be http or https')
   if (!URL.canParse(`${request.protocol}://${request.hostname}/`)) {
-    const header = request.host === request.headers.host ? 'Host' : 'X-Forwarded-Host'
+    const header = request.headers['x-forwarded-host'] !== undefined && request.host !== request.headers.host ? 'X-Forwarded-Host' : 'Host'
     throw invalidField('header', `/${header}`, 'must be a host name or address, with an optional port')
   }
 }

@@ -284,7 +284,6 @@ function tlsMode(databaseUrl: string): TlsMode | undefined {
   return !mode || mode === 'disable' || mode === 'false' ? undefined : { mode }
 }
 
-/** A cheap round trip, for /readyz. */
 /**
  * Warns when PostgreSQL runs the pool's statements without a statement_timeout: behind PgBouncer
  * the one asked for at connect may not reach it (README, "Behind PgBouncer"), and without one a
@@ -297,6 +296,7 @@ export async function warnWithoutStatementTimeout(database: DbHandle, log: { war
   )
 }
 
+/** A cheap round trip, for /readyz. */
 export async function ping(db: Database): Promise<void> {
   await db.execute(sql`select 1`)
 }

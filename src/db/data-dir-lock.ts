@@ -119,15 +119,21 @@ function readHolder(path: string): Holder | undefined {
 const HEARTBEAT_THREAD = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { readFileSync, utimesSync } = require('node:fs')
+// Lost only when the lock is shown to be gone or another's: a read that fails otherwise (out of
+// file descriptors, say) is a missed touch, not a reason to stop the server.
 setInterval(() => {
+  let holder
   try {
-    const holder = JSON.parse(readFileSync(workerData.path, 'utf8'))
-    if (holder.pid !== workerData.pid || holder.started_at !== workerData.startedAt) return parentPort.postMessage('lost')
+    holder = JSON.parse(readFileSync(workerData.path, 'utf8'))
+  } catch (error) {
+    if (error.code === 'ENOENT') parentPort.postMessage('lost')
+    return
+  }
+  if (holder.pid !== workerData.pid || holder.started_at !== workerData.startedAt) return parentPort.postMessage('lost')
+  try {
     const now = new Date()
     utimesSync(workerData.path, now, now)
-  } catch {
-    parentPort.postMessage('lost')
-  }
+  } catch {}
 }, workerData.intervalMs)
 `
 
@@ -151,13 +157,17 @@ export function lockDataDir(dataDir: string, role: string, { heartbeatMs = HEART
       }
       // The heartbeat, for an opener in another PID namespace, which cannot see this process.
       const heartbeat = new Worker(HEARTBEAT_THREAD, { eval: true, workerData: { path, pid: process.pid, startedAt: mine.started_at, intervalMs: heartbeatMs } })
-      heartbeat.unref()
       let lost = false
       heartbeat.on('message', () => {
         if (lost || !held.has(path)) return
         lost = true
         onLost()
       })
+      // A thread that cannot start (a preload it does not allow) leaves the lock untouched, which
+      // another namespace's opener reads as a holder gone: never a crash of this process.
+      heartbeat.on('error', () => {})
+      // After the listeners, which would otherwise keep the process alive.
+      heartbeat.unref()
       const release = () => {
         void heartbeat.terminate()
         if (ours()) unlinkSync(path)

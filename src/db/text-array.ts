@@ -15,7 +15,7 @@ export function parseTextArray(text: string): (string | null)[] {
   while (i < text.length) {
     if (text[i] === '"') {
       let item = ''
-      for (i++; i < text.length && text[i] !== '"'; i++) item += text[i] === '\\' ? text[++i] : text[i]
+      for (i++; i < text.length && text[i] !== '"'; i++) item += text[i] === '\\' ? (text[++i] ?? '') : text[i]
       items.push(item)
       i++ // past the closing quote
     } else {

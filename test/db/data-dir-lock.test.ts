@@ -96,6 +96,14 @@ t.test("a lock that stops being this process's while it holds it is reported, so
   const dir = dataDir(t)
   let lost = 0
   const release = lockDataDir(dir, 'the server', { heartbeatMs: 10, onLost: () => lost++ })
+  // A lock it cannot read (half written, or out of file descriptors) is a missed touch, never
+  // 'lost' (found by a review: a file-descriptor flood stopped the server).
+  writeFileSync(join(dir, LOCK_FILE), '{"pid": 1, "ro')
+  const path = join(dir, LOCK_FILE)
+  const unreadableSince = statSync(path).mtimeMs
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(lost, 0, 'an unreadable lock: not lost')
+  t.equal(statSync(path).mtimeMs, unreadableSince, 'and not touched')
   writeLock(dir, { pid: 1, pid_ns: 'pid:[1]' })
   await settle(() => lost > 0)
   t.equal(lost, 1, 'reported once')

@@ -45,6 +45,8 @@ t.test('a Host header sent twice or holding no host and port is a 400 (RFC 9112 
   t.match(none, /^HTTP\/1\.1 400 [^]*x-request-id: [^]*x-content-type-options: nosniff[^]*"path":"\/Host","message":"is required: one host name or address, with an optional port"/, 'HTTP/1.1 without one: a 400 problem')
   const docs = await rawExchange(listening, 'GET /docs/ HTTP/1.1\r\nConnection: close\r\n\r\n')
   t.match(docs, /^HTTP\/1\.1 400 [^]*"path":"\/Host","message":"is required/, 'at /docs/ too, naming Host')
+  const docs10 = await rawExchange(listening, 'GET /docs/ HTTP/1.0\r\n\r\n')
+  t.match(docs10, /^HTTP\/1\.1 400 [^]*"path":"\/Host"/, 'HTTP/1.0 at /docs/, which needs a host to build its page: naming Host, not X-Forwarded-Host')
 })
 
 t.test('an Expect other than 100-continue is a 400 problem, after the key; 100-continue is met', async (t) => {

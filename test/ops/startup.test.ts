@@ -215,6 +215,17 @@ t.test('npm run admin -- --help prints the usage, and an unknown command is refu
   t.notOk(existsSync(dataDir), 'no data directory made')
 })
 
+t.test('a process that holds the lock and never lets it go still exits when its work is done', async (t) => {
+  // The heartbeat's thread kept the process alive once a listener was attached after unref()
+  // (found by a review); the exit releases the lock.
+  const dataDir = await newDataDir(t)
+  const script = `import(${JSON.stringify(join(root, 'dist/src/db/data-dir-lock.js'))}).then((lock) => lock.lockDataDir(${JSON.stringify(dataDir)}, 'a script'))`
+  const run = spawnSync(...asUserRuns(process.execPath, ['-e', script]), { cwd: root, encoding: 'utf8', timeout: 60_000 })
+  t.equal(run.signal, null, 'not killed at the timeout')
+  t.equal(run.status, 0, run.stderr)
+  t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'its lock released at exit')
+})
+
 t.test('a SIGTERM as soon as the port is open is not a kill: the start finishes, then the server drains and exits 0', async (t) => {
   const dataDir = await newDataDir(t)
   // A first start also creates the demo project after it listens (a later start: the test of a
