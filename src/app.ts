@@ -46,6 +46,9 @@ const readDocument = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as
  */
 async function continueOnceAccepted(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   if (request.headers.expect === undefined || request.raw.httpVersion !== '1.1') return
+  // What the headers alone refuse is answered before the body is asked for, not after it.
+  refuseInvalidHost(request)
+  refuseRepeatedContentType(request)
   refuseUnmetExpectation(request)
   if (reply.raw.headersSent || Number(request.headers['content-length'] ?? 0) > BODY_LIMIT) return
   reply.raw.writeContinue()

@@ -68,6 +68,8 @@ t.test('an Expect other than 100-continue is a 400 problem, after the key; 100-c
   t.match(await post(`Authorization: Bearer ${key}\r\n`), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /, 'a key: invited, then written')
   const tooLarge = await rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2000000\r\nConnection: close\r\n\r\n`, { keepOpen: true })
   t.match(tooLarge, /^HTTP\/1\.1 413 /, 'a body over the limit: refused, never invited')
+  const badHost = await rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a b\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, { keepOpen: true })
+  t.match(badHost, /^HTTP\/1\.1 400 [^]*"path":"\/Host"/, 'a Host that breaks its rules: refused, never invited')
 })
 
 t.test('CONNECT is a 405 problem with an empty Allow, not a connection closed unanswered', async (t) => {
