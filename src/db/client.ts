@@ -116,6 +116,12 @@ export interface DbOptions {
   loadDataDir?: Blob
 }
 
+/** Which database `options` name, for a person (no password). */
+function describeDatabase(options: Pick<DbOptions, 'databaseUrl' | 'dataDir'>): string {
+  if (options.databaseUrl) return describePostgres(options.databaseUrl)
+  return options.dataDir ? `the embedded database in ${options.dataDir}` : 'an in-memory embedded database'
+}
+
 function describePostgres(url: string): string {
   try {
     const { hostname, port, pathname } = new URL(url)
@@ -149,7 +155,7 @@ export async function openConfiguredDatabase(config: Config, role: string): Prom
     return database
   } catch (error) {
     await database?.close().catch(() => undefined)
-    const problem = databaseStartProblem(error, config.databaseUrl ? describePostgres(config.databaseUrl) : `the embedded database in ${config.dataDir}`)
+    const problem = databaseStartProblem(error, describeDatabase(options))
     throw problem ? new SetupError(problem) : error
   }
 }
@@ -202,7 +208,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     return {
       db,
       kind: 'postgres',
-      description: describePostgres(options.databaseUrl),
+      description: describeDatabase(options),
       async migrate() {
         const lockOptions = { connectTimeout, prepare }
         await withMigrationLock(options.databaseUrl!, lockOptions, async (single) => {
@@ -244,7 +250,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   return {
     db,
     kind: 'pglite',
-    description: options.dataDir ? `the embedded database in ${options.dataDir}` : 'an in-memory embedded database',
+    description: describeDatabase(options),
     async migrate() {
       await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder })
       await backfill(db)

@@ -12,13 +12,18 @@ export function sqlState(error: unknown): string | undefined {
   return e?.cause?.code ?? e?.code
 }
 
-/** Whether the error, or one of the causes it wraps (Drizzle's, the driver's), passes `test`. */
-export function someCause(error: unknown, test: (cause: { code?: unknown; message?: unknown }) => boolean): boolean {
+type Cause = { code?: unknown; message?: unknown; severity?: unknown }
+
+/** The error, or the first of the causes it wraps (Drizzle's, the driver's), that passes `test`. */
+export function findCause(error: unknown, test: (cause: Cause) => boolean): Cause | undefined {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (test(e as { code?: unknown; message?: unknown })) return true
+    if (test(e as Cause)) return e as Cause
   }
-  return false
+  return undefined
 }
+
+/** Whether the error, or one of the causes it wraps, passes `test`. */
+export const someCause = (error: unknown, test: (cause: Cause) => boolean): boolean => findCause(error, test) !== undefined
 
 /**
  * What a log line may hold of an error: its type, and the type, code, message and stack of the

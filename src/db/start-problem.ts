@@ -1,16 +1,14 @@
 // What the server and the admin CLI say when the database refuses them at start-up: one line
 // the operator can act on, instead of the driver's stack trace.
 import { isUnavailable } from '../http/errors.js'
+import { findCause } from './results.js'
 
 const SQLSTATE = /^[0-9A-Z]{5}$/
 
-/** The error PostgreSQL itself sent, wherever it is in the chain of causes (Drizzle wraps it); it has a severity, a Node error (EPERM) none. */
+/** The error PostgreSQL itself sent, wherever it is among the causes (Drizzle wraps it): it has a severity, a Node error (EPERM) none. */
 function postgresError(error: unknown): { code: string; message: string } | undefined {
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const { code, message, severity } = e as { code?: unknown; message?: unknown; severity?: unknown }
-    if (typeof severity === 'string' && typeof code === 'string' && SQLSTATE.test(code)) return { code, message: String(message) }
-  }
-  return undefined
+  const sent = findCause(error, ({ code, severity }) => typeof severity === 'string' && typeof code === 'string' && SQLSTATE.test(code))
+  return sent && { code: sent.code as string, message: String(sent.message) }
 }
 
 /** Hints for the SQLSTATEs an operator meets when DATABASE_URL names the wrong thing. */

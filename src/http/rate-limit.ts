@@ -59,7 +59,9 @@ export function clientAddress(request: Pick<FastifyRequest, 'ip' | 'socket'>): s
   const withoutPort = WITH_PORT.exec(ip)?.[1]
   return normalizeIP(withoutPort !== undefined && isIP(withoutPort) ? withoutPort : (request.socket.remoteAddress ?? ''))
 }
-const seconds = (n: number) => (n === 1 ? '1 second' : `${n} seconds`)
+/** `n` of a noun, in the singular for one: "1 second", "10 signups". */
+const counted = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`
+const seconds = (n: number) => counted(n, 'second')
 /** The 429 past a budget the guard counts, with Retry-After. */
 const tooMany = (budget: { max: number; ttlInSeconds: number }, what: string) =>
   new ApiError('rate_limited', `More than ${budget.max} ${what}; retry in ${seconds(budget.ttlInSeconds)}.`, { headers: { 'retry-after': String(budget.ttlInSeconds) } })
@@ -142,9 +144,8 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, no
     ...(redis ? { redis } : { store: boundedStore(STORE_CAPACITY, now) }),
     keyGenerator: (request) => (isPublic(request) ? `ip:${clientAddress(request)}` : 'admin'),
     errorResponseBuilder: (request, context) => {
-      const what = rateLimitCategory(request) === 'signup' ? 'signup' : 'request'
-      const counted = `${context.max} ${what}${context.max === 1 ? '' : 's'}`
-      return new ApiError('rate_limited', `More than ${counted} a minute ${isPublic(request) ? 'from this address' : 'with the admin token'}; retry in ${context.after}.`)
+      const what = counted(context.max, rateLimitCategory(request) === 'signup' ? 'signup' : 'request')
+      return new ApiError('rate_limited', `More than ${what} a minute ${isPublic(request) ? 'from this address' : 'with the admin token'}; retry in ${context.after}.`)
     },
   })
 

@@ -19,6 +19,25 @@ async function create(t: T, key: string, body: object): Promise<{ id: string; pu
 
 const load = async (t: T, url: string, headers: Record<string, string> = {}) => call(t, await testApp(), { url, headers })
 
+/** An app whose portal reads of entries' HTML (the second statement of a page or feed) first run `before` with the ids read. */
+async function appReadingEntriesThrough(t: T, before: (ids: string[]) => unknown) {
+  const { makeRepos } = await import('../../src/db/repos/index.js')
+  const watched: typeof makeRepos = (...args) => {
+    const repos = makeRepos(...args)
+    const read = repos.changelog.portalEntries.bind(repos.changelog)
+    repos.changelog.portalEntries = async (projectId, ids, locale) => {
+      await before(ids)
+      return read(projectId, ids, locale)
+    }
+    return repos
+  }
+  const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: watched } })
+  const { defaults } = await import('../../src/config.js')
+  const app = await buildApp({ ...defaults, logLevel: 'silent' }, await testDatabase())
+  t.teardown(() => app.close())
+  return app
+}
+
 const parser = new XMLParser({
   ignoreAttributes: false,
   attributeNamePrefix: '@',
@@ -364,20 +383,9 @@ t.test('large entries are read a few at a time, with a turn of the event loop be
     if (counting) setImmediate(turn)
   }
   const reads: { turn: number; ids: number }[] = []
-  const { makeRepos } = await import('../../src/db/repos/index.js')
-  const spying: typeof makeRepos = (...args) => {
-    const repos = makeRepos(...args)
-    const read = repos.changelog.portalEntries.bind(repos.changelog)
-    repos.changelog.portalEntries = (projectId, ids, locale) => {
-      reads.push({ turn: turns, ids: ids.length })
-      return read(projectId, ids, locale)
-    }
-    return repos
-  }
-  const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: spying } })
-  const { defaults } = await import('../../src/config.js')
-  const app = await buildApp({ ...defaults, logLevel: 'silent' }, await testDatabase())
-  t.teardown(() => app.close())
+  const app = await appReadingEntriesThrough(t, (ids) => {
+    reads.push({ turn: turns, ids: ids.length })
+  })
   const { id, key } = await createProject()
   for (let i = 0; i < 6; i++) await create(t, key, { title: `Large ${i}`, status: 'published', labels: ['large'] })
   for (let i = 0; i < 4; i++) await create(t, key, { title: `Small ${i}`, status: 'published', labels: ['large'] })
@@ -404,20 +412,9 @@ t.test('an entry unpublished between the page state and its bodies shows nothing
   // statement: an entry made a draft and rewritten in between was shown with the draft's text
   // (found by a code review). The rewrite is made at the second read, as a racing PATCH would.
   let unpublish: (() => Promise<unknown>) | undefined
-  const { makeRepos } = await import('../../src/db/repos/index.js')
-  const racing: typeof makeRepos = (...args) => {
-    const repos = makeRepos(...args)
-    const read = repos.changelog.portalEntries.bind(repos.changelog)
-    repos.changelog.portalEntries = async (projectId, ids, locale) => {
-      await unpublish?.()
-      return read(projectId, ids, locale)
-    }
-    return repos
-  }
-  const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: racing } })
-  const { defaults } = await import('../../src/config.js')
-  const app = await buildApp({ ...defaults, logLevel: 'silent' }, await testDatabase())
-  t.teardown(() => app.close())
+  const app = await appReadingEntriesThrough(t, async () => {
+    await unpublish?.()
+  })
   const { id, key } = await createProject()
   const shown = await create(t, key, { title: 'Shown', body: 'Out now.', status: 'published' })
   const withdrawn = await create(t, key, { title: 'Withdrawn', body: 'Out soon.', status: 'published' })
