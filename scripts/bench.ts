@@ -169,7 +169,7 @@ function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 /** The node arguments of `npm start` (after its build step), so the bench runs the server exactly so. */
 function startArgs(): string[] {
   const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
-  const match = /&& node (.+)$/.exec(start)
+  const match = /&& (?:exec )?node (.+)$/.exec(start)
   if (!match) throw new Error(`unexpected start script: ${start}`)
   return match[1]!.split(' ')
 }
