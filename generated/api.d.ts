@@ -693,7 +693,12 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get an API key
+         * @description One key of the project, revoked or not, as the list shows it: by its `prefix`, never
+         *     whole. This is where the `Location` of a key's `201` points.
+         */
+        get: operations["adminGetApiKey"];
         put?: never;
         post?: never;
         /**
@@ -4586,6 +4591,41 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    adminGetApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A project id (`prj_...`). Any other value is `404`. */
+                id: components["parameters"]["ProjectId"];
+                /** @description An API key id (`key_...`) of that project. Any other value is `404`. */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -2,7 +2,7 @@
 import type { operations } from './api.js'
 
 /** The operations the server serves (the top-level `webhooks` are requests it sends). */
-export type OperationId = Extract<keyof operations, "listBetaPrograms" | "createBetaProgram" | "getBetaProgram" | "updateBetaProgram" | "deleteBetaProgram" | "listBetaTesters" | "enrollBetaTester" | "getBetaTester" | "updateBetaTester" | "deleteBetaTester" | "listBetaFeedback" | "getBetaFeedback" | "listChangelogEntries" | "createChangelogEntry" | "getChangelogEntry" | "updateChangelogEntry" | "deleteChangelogEntry" | "listWebhookEndpoints" | "createWebhookEndpoint" | "getWebhookEndpoint" | "updateWebhookEndpoint" | "deleteWebhookEndpoint" | "rotateWebhookEndpointSecret" | "testWebhookEndpoint" | "listWebhookDeliveries" | "getWebhookDelivery" | "retryWebhookDelivery" | "listEvents" | "getEvent" | "adminListProjects" | "adminCreateProject" | "adminGetProject" | "adminUpdateProject" | "adminListApiKeys" | "adminCreateApiKey" | "adminUpdateApiKey" | "adminRevokeApiKey" | "getOperatorOpenApiJson" | "getMetrics" | "getHealth" | "getReady" | "getOpenApiJson" | "getOpenApiYaml" | "getPortalOpenApiJson" | "getApiReference" | "getBetaJoinPage" | "answerBetaInvitation" | "submitBetaFeedback" | "getBetaSignupPage" | "submitBetaSignup" | "getPortalChangelogPage" | "getPortalChangelogEntryPage" | "getPortalChangelogAtom" | "getPortalChangelogJsonFeed">
+export type OperationId = Extract<keyof operations, "listBetaPrograms" | "createBetaProgram" | "getBetaProgram" | "updateBetaProgram" | "deleteBetaProgram" | "listBetaTesters" | "enrollBetaTester" | "getBetaTester" | "updateBetaTester" | "deleteBetaTester" | "listBetaFeedback" | "getBetaFeedback" | "listChangelogEntries" | "createChangelogEntry" | "getChangelogEntry" | "updateChangelogEntry" | "deleteChangelogEntry" | "listWebhookEndpoints" | "createWebhookEndpoint" | "getWebhookEndpoint" | "updateWebhookEndpoint" | "deleteWebhookEndpoint" | "rotateWebhookEndpointSecret" | "testWebhookEndpoint" | "listWebhookDeliveries" | "getWebhookDelivery" | "retryWebhookDelivery" | "listEvents" | "getEvent" | "adminListProjects" | "adminCreateProject" | "adminGetProject" | "adminUpdateProject" | "adminListApiKeys" | "adminCreateApiKey" | "adminGetApiKey" | "adminUpdateApiKey" | "adminRevokeApiKey" | "getOperatorOpenApiJson" | "getMetrics" | "getHealth" | "getReady" | "getOpenApiJson" | "getOpenApiYaml" | "getPortalOpenApiJson" | "getApiReference" | "getBetaJoinPage" | "answerBetaInvitation" | "submitBetaFeedback" | "getBetaSignupPage" | "submitBetaSignup" | "getPortalChangelogPage" | "getPortalChangelogEntryPage" | "getPortalChangelogAtom" | "getPortalChangelogJsonFeed">
 export type JsonSchema = Record<string, unknown>
 export interface RouteSpec {
   operationId: OperationId
@@ -6142,6 +6142,139 @@ export const routes: RouteSpec[] = [
       }
     },
     "bodyOptional": true
+  },
+  {
+    "operationId": "adminGetApiKey",
+    "method": "GET",
+    "path": "/admin/v1/projects/{id}/api-keys/{key_id}",
+    "url": "/admin/v1/projects/:id/api-keys/:key_id",
+    "tag": "admin",
+    "security": "AdminToken",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "id": {
+            "type": "string"
+          },
+          "key_id": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "id",
+          "key_id"
+        ]
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {
+        "200": {
+          "type": "object",
+          "required": [
+            "data"
+          ],
+          "properties": {
+            "data": {
+              "type": "object",
+              "required": [
+                "id",
+                "prefix",
+                "name",
+                "created_at",
+                "expires_at",
+                "last_used_at",
+                "revoked_at"
+              ],
+              "properties": {
+                "id": {
+                  "type": "string",
+                  "maxLength": 25,
+                  "pattern": "^key_[0-9A-Za-z]{21}$"
+                },
+                "prefix": {
+                  "type": "string",
+                  "maxLength": 8,
+                  "pattern": "^fbk_[A-Za-z0-9_-]{4}$",
+                  "description": "The key's first characters, to recognise it in a list."
+                },
+                "name": {
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ],
+                  "description": "The operator's label for the key; `null` when it has none."
+                },
+                "created_at": {
+                  "type": "string",
+                  "format": "date-time",
+                  "maxLength": 24,
+                  "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                  "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                },
+                "expires_at": {
+                  "description": "From this moment the key is `401`; `null` when it does not expire.",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "last_used_at": {
+                  "description": "The time of the key's latest accepted request (any answer but `401`, a `403` or\n`429` included), to within about a minute. Each server instance notes it in memory,\noff the request's path; a key's row is written at most once a minute, whichever\ninstance writes it: a first use at once (within a tenth of a second), a later one as\nsoon as the row's minute is over. So while the key is in use the value trails its\nlatest request by a minute and the time a statement takes, and once requests stop it\nsettles on the exact time of the last one (within about a minute; within two when an\ninstance stopped before it could write that use, which the next instance running or\nstarted then writes). It is always the time of a real request of the key. `null` until the key is first\nused.\n",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "revoked_at": {
+                  "description": "When the key was revoked; `null` while it is not.",
+                  "oneOf": [
+                    {
+                      "type": "string",
+                      "format": "date-time",
+                      "maxLength": 24,
+                      "description": "ISO 8601 in UTC with millisecond precision and a `Z` suffix.",
+                      "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                }
+              },
+              "additionalProperties": false
+            }
+          },
+          "additionalProperties": false
+        }
+      }
+    }
   },
   {
     "operationId": "adminUpdateApiKey",

@@ -96,6 +96,13 @@ export const adminCreateApiKey: Handler<'adminCreateApiKey'> = async ({ params, 
   }
 }
 
+export const adminGetApiKey: Handler<'adminGetApiKey'> = async ({ params }, { repos }) => {
+  const projectId = requireProjectId(params.id)
+  const key = isId('key', params.key_id) ? await repos.projects.getKey(projectId, params.key_id) : undefined
+  if (!key) throw notFound('API key')
+  return { status: 200, body: { data: apiKeyRecord(key) } }
+}
+
 export const adminUpdateApiKey: Handler<'adminUpdateApiKey'> = async ({ params, body }, { repos }) => {
   const fields = keyFields(body)
   const projectId = requireProjectId(params.id)

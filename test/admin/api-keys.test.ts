@@ -8,6 +8,8 @@ import { testDatabase } from '../helpers/db.js'
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 const FUTURE = '2099-06-30T12:00:00+02:00'
+/** A key record without last_used_at, which a use records off the request's path, at a moment of its own. */
+const withoutLastUse = ({ last_used_at: _, ...rest }: Record<string, unknown>) => rest
 const KEY_FIELDS = ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prefix', 'revoked_at']
 
 async function project(t: Test, body: object = { name: 'Rotation', plan: 'pro', beta_enabled: true }) {
@@ -21,6 +23,7 @@ async function project(t: Test, body: object = { name: 'Rotation', plan: 'pro', 
     keys: (query = '') => call(t, app, { url: `/admin/v1/projects/${id}/api-keys${query}`, headers: admin }),
     issue: (body?: object) => call(t, app, { method: 'POST', url: `/admin/v1/projects/${id}/api-keys`, headers: admin, ...(body ? { body } : {}) }),
     patch: (keyId: string, body: unknown) => call(t, app, { method: 'PATCH', url: `/admin/v1/projects/${id}/api-keys/${keyId}`, headers: admin, body }),
+    get: (keyId: string) => call(t, app, { url: `/admin/v1/projects/${id}/api-keys/${keyId}`, headers: admin }),
     revoke: (keyId: string) => call(t, app, { method: 'DELETE', url: `/admin/v1/projects/${id}/api-keys/${keyId}`, headers: admin }),
   }
 }
@@ -113,11 +116,14 @@ t.test('a key takes a name and an expiry at creation, and PATCH changes, clears 
   const renamed = await p.patch(keyId, { name: 'Deploy bot' })
   t.equal(renamed.status, 200)
   t.match(renamed.json.data, { id: keyId, name: 'Deploy bot', expires_at: '2099-06-30T10:00:00.000Z' }, 'only the fields sent change')
+  // last_used_at is written off the request's path, whenever the key's use above is flushed:
+  // the comparisons below leave it out.
   const noop = await p.patch(keyId, {})
-  t.same(noop.json.data, renamed.json.data, 'an empty body is a no-op')
+  t.same(withoutLastUse(noop.json.data), withoutLastUse(renamed.json.data), 'an empty body is a no-op')
   const cleared = await p.patch(keyId, { name: null, expires_at: null })
   t.match(cleared.json.data, { name: null, expires_at: null }, 'null clears')
-  t.same((await p.keys()).json.data.find((k: { id: string }) => k.id === keyId), cleared.json.data, 'the list shows the same record')
+  const listed = (await p.keys()).json.data.find((k: { id: string }) => k.id === keyId)
+  t.same(withoutLastUse(listed), withoutLastUse(cleared.json.data), 'the list shows the same record')
 
   const nulls = await p.issue({ name: null, expires_at: null })
   t.match(nulls.json.data, { name: null, expires_at: null })
@@ -174,4 +180,29 @@ t.test('an expired key is 401 on the very next request: a key-scoped read, a wri
   t.match(revised.json.data, { name: 'Leaked', expires_at: null })
   t.type(revised.json.data.revoked_at, 'string')
   t.equal((await call(t, p.app, { url: '/v1/changelog', key })).status, 401, 'and stays revoked')
+})
+
+t.test("a key's Location answers GET with the key as the list shows it, revoked or not; another project's key is 404", async (t) => {
+  const p = await project(t)
+  const issued = await p.issue({ name: 'Deploy bot' })
+  const location = issued.headers.location as string
+  t.equal(location, `/admin/v1/projects/${p.id}/api-keys/${issued.json.data.id}`)
+  const got = await call(t, p.app, { url: location, headers: admin })
+  t.equal(got.status, 200)
+  t.same(got.json, { data: issued.json.data }, 'the record the 201 gave, without the key itself')
+  t.notOk(got.raw.includes(issued.json.api_key), 'the key itself is never shown again')
+
+  t.equal((await p.revoke(issued.json.data.id)).status, 204)
+  const revoked = await p.get(issued.json.data.id)
+  t.type(revoked.json.data.revoked_at, 'string', 'a revoked key is still there, with revoked_at')
+  t.same(revoked.json.data, (await p.keys()).json.data.find((k: { id: string }) => k.id === issued.json.data.id), 'as the list shows it')
+
+  const other = await project(t)
+  for (const id of [issued.json.data.id, 'key_000000000000000000000', 'nope']) {
+    const res = await other.get(id)
+    t.same([res.status, res.json.code], [404, 'not_found'], `${id} from another project`)
+  }
+  const noProject = await call(t, p.app, { url: `/admin/v1/projects/prj_000000000000000000000/api-keys/${issued.json.data.id}`, headers: admin })
+  t.equal(noProject.status, 404, 'an unknown project is 404')
+  t.equal((await call(t, p.app, { url: location })).status, 401, 'the admin token is required')
 })

@@ -111,6 +111,8 @@ export function projectsRepo(db: Database) {
     listQuery,
     listKeysQuery,
     get,
+    /** One key of the project, revoked or not; undefined when the project has no such key. */
+    getKey,
 
     /** Creates a project and its first API key in one transaction. */
     create(input: NewProject): Promise<{ project: ProjectRow; apiKey: string }> {
