@@ -339,7 +339,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     }
     return sendProblem(request, reply, problem)
   })
-  app.setNotFoundHandler((request, reply) => sendProblem(request, reply, notFoundOrNotAllowed(request)))
+  app.setNotFoundHandler((request, reply) => sendProblem(request, reply, notFoundOrNotAllowed(request, ctx.config.adminToken !== undefined)))
 
   await app.register(swagger, { mode: 'static', specification: { document: ctx.spec.json as never } })
   ctx.spec.json = app.swagger()

@@ -61,14 +61,43 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, handlers: 
   }
 }
 
-/** Path templates as regular expressions, to tell a wrong method (405) from an unknown path (404). */
-const templates = [...new Set(routes.map((r) => r.path))].map((path) => ({
-  regex: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
-  methods: routes.filter((r) => r.path === path).map((r) => r.method),
-}))
+/**
+ * The spec's paths, segment by segment, with the methods each has, to tell a wrong method (405)
+ * from an unknown path (404). The operator API's paths are kept apart: without ADMIN_TOKEN they
+ * do not exist, for every method (api-contract §3).
+ */
+const templates = [...new Set(routes.map((r) => r.path))].map((path) => {
+  const ofPath = routes.filter((r) => r.path === path)
+  return {
+    segments: path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? undefined : segment)),
+    methods: ofPath.map((r) => r.method),
+    operator: ofPath.every((r) => r.security === 'AdminToken'),
+  }
+})
 
-export function allowedMethods(pathname: string): string[] | undefined {
-  const match = templates.find((t) => t.regex.test(pathname))
+/**
+ * A path's segments as the router reads them: each percent-decoded where it decodes (the router
+ * serves `/v1/beta/%70rograms` as `/v1/beta/programs`, so its wrong methods are 405s too).
+ */
+function decodedSegments(pathname: string): string[] {
+  return pathname.split('/').map((segment) => {
+    try {
+      return decodeURIComponent(segment)
+    } catch {
+      return segment
+    }
+  })
+}
+
+/** The methods a path has (HEAD wherever GET is); undefined for a path the API does not have. */
+export function allowedMethods(pathname: string, operatorApi: boolean): string[] | undefined {
+  const segments = decodedSegments(pathname)
+  const match = templates.find(
+    (t) =>
+      (operatorApi || !t.operator) &&
+      t.segments.length === segments.length &&
+      t.segments.every((literal, i) => (literal === undefined ? segments[i] !== '' : literal === segments[i])),
+  )
   if (!match) return undefined
   return match.methods.includes('GET') ? [...match.methods, 'HEAD'] : match.methods
 }
@@ -91,9 +120,10 @@ export function routedPath(request: FastifyRequest): string {
   }
 }
 
-export function notFoundOrNotAllowed(request: FastifyRequest): ApiError {
+/** The answer for a request no route took: 405 with `Allow` for a path the API has, otherwise 404. */
+export function notFoundOrNotAllowed(request: FastifyRequest, operatorApi: boolean): ApiError {
   const pathname = request.url.replace(ORIGIN, '').split('?')[0] || '/'
-  const allow = allowedMethods(pathname)
+  const allow = allowedMethods(pathname, operatorApi)
   if (allow && !allow.includes(request.method)) {
     return new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allow.join(', ')}.`, {
       headers: { allow: allow.join(', ') },

@@ -121,6 +121,19 @@ t.test('without ADMIN_TOKEN the operator API does not exist', async (t) => {
   const res = await call(t, app, { method: 'POST', url: '/admin/v1/projects', headers: admin, body: { name: 'x' } })
   t.equal(res.status, 404)
   t.equal(res.json.code, 'not_found')
+  // Nor do its methods: a 405 with Allow would tell the operator API is there, and how it is used.
+  for (const [method, url] of [
+    ['PUT', '/admin/v1/projects'],
+    ['DELETE', '/admin/v1/projects/prj_000000000000000000000'],
+    ['OPTIONS', '/admin/v1/projects'],
+    ['POST', '/admin/v1/projects/prj_000000000000000000000/api-keys/key_000000000000000000000'],
+    ['POST', '/metrics'],
+  ] as const) {
+    const wrong = await call(t, app, { method, url, headers: admin })
+    t.same([wrong.status, wrong.json.code, wrong.headers.allow], [404, 'not_found', undefined], `${method} ${url}`)
+  }
+  const on = await testApp()
+  t.equal((await call(t, on, { method: 'PUT', url: '/admin/v1/projects', headers: admin })).headers.allow, 'GET, POST, HEAD', 'with ADMIN_TOKEN, the same request is a 405')
 })
 
 t.test('GET /admin/v1/projects lists every project, newest first, by offset and by cursor', async (t) => {

@@ -96,6 +96,15 @@ t.test('a method a path does not have is 405 with Allow', async (t) => {
   const withId = await call(t, app, { method: 'POST', url: '/v1/beta/programs/bp_000000000000000000000' })
   t.equal(withId.status, 405)
   t.equal(withId.headers.allow, 'GET, PATCH, DELETE, HEAD')
+  // The router decodes a percent-encoded path (GET /v1/beta/%70rograms is GET /v1/beta/programs):
+  // its wrong methods are told apart from unknown paths on the decoded path too.
+  for (const url of ['/v1/beta/%70rograms', '/v1/beta/%70rograms?limit=1', '/v1/changelog/%63h_000000000000000000000', '/v1/beta/programs/bp_000000000000000000000/%74esters']) {
+    const encoded = await call(t, app, { method: 'PUT', url })
+    t.same([encoded.status, encoded.json.code], [405, 'method_not_allowed'], url)
+    t.match(encoded.headers.allow, /^GET, /, url)
+  }
+  t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/%2Fprograms' })).status, 404, 'an encoded slash is no separator')
+  t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs/' })).status, 404, 'a trailing slash is another path')
 })
 
 t.test('a body that is not JSON is 415', async (t) => {
