@@ -129,6 +129,13 @@ function withoutNullableNoise(errors: AjvError[]): { kept: AjvError[]; nullable:
   return { kept, nullable: new Set(errors.filter(isNullBranch).map((e) => e.instancePath)) }
 }
 
+/**
+ * A property name as one token of a JSON Pointer (RFC 6901 §3): `~` as `~0`, `/` as `~1`, so that
+ * a field named `a/b` is not read as `b` under `a`. AJV's instancePath is escaped already; the
+ * names it reports in params are not.
+ */
+const pointerToken = (name: unknown) => String(name).replaceAll('~', '~0').replaceAll('/', '~1')
+
 /** The most `errors[]` a problem lists (openapi.yaml, Problem). */
 export const MAX_FIELD_ERRORS = 100
 
@@ -143,8 +150,8 @@ export function fieldErrors(part: FieldError['in'], errors: AjvError[]): FieldEr
   const listed: FieldError[] = []
   for (const e of kept) {
     let path = e.instancePath
-    if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${String(e.params.missingProperty)}`
-    if (e.keyword === 'additionalProperties') path += `/${String(e.params.additionalProperty)}`
+    if (e.keyword === 'required' || e.keyword === 'dependentRequired') path += `/${pointerToken(e.params.missingProperty)}`
+    if (e.keyword === 'additionalProperties') path += `/${pointerToken(e.params.additionalProperty)}`
     const error = { in: part, path, message: message(part, e, nullable.has(e.instancePath)) }
     // A type and an enum, or a pattern and a format, of one schema say the same thing once.
     const key = `${error.path}\n${error.message}`

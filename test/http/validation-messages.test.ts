@@ -204,3 +204,29 @@ t.test('every enum, required field and patterned field of the spec is refused in
     else t.match(res.json.detail, /^(body|query)\/\S+ /, `${c.name}: the detail starts with its field`)
   }
 })
+
+t.test('errors[].path is a JSON Pointer: a field or parameter named with / or ~ is escaped (RFC 6901)', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const body = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'x', 'a/b': 1, 'c~d': 2, '~1': 3 } })
+  t.equal(body.status, 400)
+  t.same(
+    (body.json.errors as { path: string }[]).map((e) => e.path).sort(),
+    ['/a~1b', '/c~0d', '/~01'],
+    'each unknown field at a pointer that names it',
+  )
+  t.match(body.json.detail, /^body\/(a~1b|c~0d|~01) /, 'the detail names it so too')
+
+  const query = await call(t, app, { url: '/v1/beta/programs?a%2Fb=1', key })
+  t.same(query.json.errors.map((e: { in: string; path: string }) => [e.in, e.path]), [['query', '/a~1b']])
+})
+
+t.test('errors[].path stays within its documented 1024 characters for a long field name, escaped or not', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  for (const name of ['n'.repeat(1100), '/'.repeat(600)]) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'x', [name]: 1 } })
+    t.equal(res.status, 400)
+    t.ok(res.json.errors[0].path.length <= 1024, `${res.json.errors[0].path.length} characters`)
+  }
+})
