@@ -19,7 +19,7 @@ import { bodyBudget, registerBodyBudget, type BodyBudgets } from './http/body-bu
 import { SEND_WINDOW_MS, sendWatch, type SendWatch, type SendWatchOptions } from './http/send-rate.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
-import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF } from './http/connection.js'
+import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF, type RoutedRequests } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
 import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
@@ -37,19 +37,34 @@ const SCALAR_DOCUMENT_COPIES = new Set([`${DOCS}/openapi.json`, `${DOCS}/openapi
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const readDocument = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as object
 
+/** Set on a request once its headers' own rules have been checked (refuseBadHeaders). */
+const HEADERS_CHECKED = Symbol('headers checked')
+
 /**
- * A preParsing hook, after the guard's, for an HTTP/1.1 request with an Expect (HTTP/1.0 has
- * none: RFC 9110 §10.1.1): one the server does not meet is refused before the body is awaited;
- * a client that asked whether to send its body (100-continue) is told to now that nothing will
- * refuse it unread (found by an attacker review: Node said 100 Continue at once, to requests then
- * answered 401 or 413).
+ * What the headers alone refuse, a 400: a Host missing or bad, a Content-Type sent twice, an
+ * Expect the server does not meet. Run once a request: as a preParsing hook after the guard's, so
+ * after a 401, 403 or 429 and before the body is parsed (a 400 here wins over the parser's 415
+ * and 413: found by an outside review, a second Content-Type of text/plain was a 415), and again
+ * in preValidation for the routes registered before that hook (the reference under /docs/).
  */
-async function continueOnceAccepted(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  if (request.headers.expect === undefined || request.raw.httpVersion !== '1.1') return
-  // What the headers alone refuse is answered before the body is asked for, not after it.
+function refuseBadHeaders(request: FastifyRequest & { [HEADERS_CHECKED]?: true }): void {
+  if (request[HEADERS_CHECKED]) return
+  request[HEADERS_CHECKED] = true
   refuseInvalidHost(request)
   refuseRepeatedContentType(request)
-  refuseUnmetExpectation(request)
+  // HTTP/1.0 has no Expect (RFC 9110 §10.1.1).
+  if (request.raw.httpVersion === '1.1') refuseUnmetExpectation(request)
+}
+
+/**
+ * A preParsing hook, after the guard's: the headers' own rules; then a client that asked whether
+ * to send its body (Expect: 100-continue) is told to now that nothing will refuse it unread
+ * (found by an attacker review: Node said 100 Continue at once, to requests then answered 401 or
+ * 413).
+ */
+async function refuseBeforeTheBody(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  refuseBadHeaders(request)
+  if (request.headers.expect === undefined || request.raw.httpVersion !== '1.1') return
   if (reply.raw.headersSent || Number(request.headers['content-length'] ?? 0) > BODY_LIMIT) return
   reply.raw.writeContinue()
 }
@@ -133,8 +148,8 @@ function refuseUnbuildableUrl(request: FastifyRequest): void {
 }
 
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
-  // Each routed request's id, for the answers written beneath Fastify (connection.ts).
-  const requestIds = new WeakMap<IncomingMessage, string>()
+  // Each routed request's id, and each connection's last, for what is written beneath Fastify (connection.ts).
+  const routed: RoutedRequests = { ids: new WeakMap(), lastOnSocket: new WeakMap() }
   // This app's own registry: tests build several apps in one process.
   const metrics = makeMetrics(
     () => database.poolStats(),
@@ -147,7 +162,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     genReqId: (req) => {
       const given = req.headers['x-request-id']
       const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
-      requestIds.set(req, id)
+      routed.ids.set(req, id)
+      routed.lastOnSocket.set(req.socket, req)
       return id
     },
     bodyLimit: BODY_LIMIT,
@@ -162,7 +178,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     requestTimeout: config.requestTimeoutMs,
     // requireHostHeader: a request without Host is refused by refuseInvalidHost, as every 400 is.
     http: { requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: checkingInterval(config.requestTimeoutMs), requireHostHeader: false },
-    clientErrorHandler: makeClientErrorHandler(config.requestTimeoutMs, requestIds),
+    clientErrorHandler: makeClientErrorHandler(config.requestTimeoutMs, routed),
     // Fastify's own 503 while closing is plain JSON without our headers; requests that reach us
     // while draining are served, since the pool closes only after the server has.
     return503OnClosing: false,
@@ -185,7 +201,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   // An Expect Node does not meet goes through the routes like any request, to refuseUnmetExpectation.
   app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
   // Expect: 100-continue too, so that the client is invited to send its body only once the key
-  // and the body's size are accepted (continueOnceAccepted, below), not before a 401 or a 413.
+  // and the body's size are accepted (refuseBeforeTheBody, below), not before a 401 or a 413.
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
 
   const ctx: AppContext = {
@@ -233,8 +249,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
 
   app.setValidatorCompiler(validatorCompiler)
   app.addHook('preValidation', async (request) => {
-    refuseInvalidHost(request)
-    refuseRepeatedContentType(request)
+    refuseBadHeaders(request)
     await refuseUndecodableUrl(request)
   })
   registerJsonParser(app, BODY_LIMIT)
@@ -370,7 +385,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   registerIdempotency(app)
   // Before the body is read: 401, 403 and 429 come before 400, 413 and 415.
   app.addHook('preParsing', guard.authorize)
-  app.addHook('preParsing', continueOnceAccepted)
+  app.addHook('preParsing', refuseBeforeTheBody)
   registerRoutes(app, ctx, { ...handlers, ...options.handlers }, guard)
   return app
 }

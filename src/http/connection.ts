@@ -23,13 +23,24 @@ function connectionProblem(code: string | undefined, timeoutMs: number): ApiErro
   return new ApiError('validation_failed', 'The request is not valid HTTP.')
 }
 
+/** Each routed request's id, and the last request routed on each connection. */
+export interface RoutedRequests {
+  ids: WeakMap<IncomingMessage, string>
+  lastOnSocket: WeakMap<Socket, IncomingMessage>
+}
+
 /**
  * Fastify's clientErrorHandler: Node's HTTP server found the request late or malformed, before
  * or while a route runs. Answers with a problem (unless a response has begun) and closes the
- * connection. `requestIds` gives the id of a request already handed to Fastify, so that the
- * answer and the log agree.
+ * connection. `routed` gives the id of a request already handed to Fastify, so that the answer
+ * and the log agree.
+ *
+ * A request answered before its body arrived (a 401 or a 429 is sent without reading it) has had
+ * its one answer: Node goes on reading the body to discard it, and when the rest never comes the
+ * timeout closes the connection without a second, unasked-for 408, which a client reusing the
+ * connection would take for the answer to its next request (found by an outside review).
  */
-export function makeClientErrorHandler(timeoutMs: number, requestIds: WeakMap<IncomingMessage, string>) {
+export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests) {
   // Fastify calls it with the instance as `this`, which is how it reaches the logger.
   return function (this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
     // A connection reset: there is no one left to answer.
@@ -37,7 +48,13 @@ export function makeClientErrorHandler(timeoutMs: number, requestIds: WeakMap<In
     const problem = connectionProblem(error.code, timeoutMs)
     // The response of a request already routed, if any; Node's own handler checks the same.
     const response = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
-    const id = (response && requestIds.get(response.req)) ?? randomUUID()
+    const answered = response ? undefined : routed.lastOnSocket.get(socket)
+    if (answered && !answered.complete) {
+      this.log.info({ request_id: routed.ids.get(answered), code: error.code }, 'the rest of an answered request never arrived; connection closed')
+      socket.destroy()
+      return
+    }
+    const id = (response && routed.ids.get(response.req)) ?? randomUUID()
     // A request already routed is logged by logClientGone below; without one, this is the only
     // trace of it.
     if (!response) this.log.info({ request_id: id, status: problem.status, code: problem.code }, 'request refused before routing')

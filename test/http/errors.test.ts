@@ -355,6 +355,21 @@ t.test('every header line is read, however many; a Content-Type sent twice is a 
     { keepOpen: true },
   )
   t.match(twice, /^HTTP\/1\.1 400 [^]*"path":"\/Content-Type","message":"must be sent once"/, 'Content-Type twice: refused')
+  // Whichever comes first: the parser would answer 415 to a first text/plain, before the 400.
+  for (const [first, second] of [['text/plain', 'application/json'], ['application/json', 'application/json']]) {
+    const res = await rawExchange(
+      app,
+      `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      { keepOpen: true },
+    )
+    t.match(res, /^HTTP\/1\.1 400 [^]*"path":"\/Content-Type","message":"must be sent once"/, `${first}, then ${second}: the 400`)
+  }
+  const unkeyed = await rawExchange(
+    app,
+    `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    { keepOpen: true },
+  )
+  t.match(unkeyed, /^HTTP\/1\.1 401 /, 'after the key: without one, the 401')
 })
 
 t.test('Expect in HTTP/1.0 is ignored; an Expect list is refused before the body is awaited', async (t) => {

@@ -104,6 +104,20 @@ t.test('a body trickled a byte at a time is answered 408 after the timeout, and 
   t.notOk(JSON.stringify(lines).includes(key), 'the key is not logged')
 })
 
+t.test('a request answered before its body arrived (a 401) gets no second answer: the timeout closes its connection', async (t) => {
+  const { port, lines, logLine } = await listeningApp(t, await testDatabase())
+  const conn = rawConnection(port)
+  conn.socket.write(
+    'POST /v1/changelog HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer fbk_unknownunknownunknownunknownunknown12345\r\n' +
+      'Content-Type: application/json\r\nContent-Length: 100\r\nX-Request-Id: early-1\r\n\r\n{"ti',
+  )
+  t.ok(await conn.closed, 'the server closed the connection after the timeout')
+  const answers = conn.received().match(/^HTTP\/1\.1 \d{3}/gm) ?? []
+  t.same(answers, ['HTTP/1.1 401'], 'one answer, the 401, and no 408 after it')
+  t.match(await logLine((l) => l.request_id === 'early-1' && l.code === 'ERR_HTTP_REQUEST_TIMEOUT'), { level: 30, msg: /never arrived/ })
+  t.notOk(lines.some((l) => l.status === 408), 'nothing logged as a 408')
+})
+
 t.test('headers trickled a line at a time are answered 408 too', async (t) => {
   const { port, logLine } = await listeningApp(t, await testDatabase())
   const conn = rawConnection(port)
