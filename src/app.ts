@@ -28,6 +28,7 @@ import { notFoundOrNotAllowed, registerRoutes, routedPath } from './http/routes.
 import type { AppContext, HandlerMap } from './http/types.js'
 import { MarkdownRenderer } from './portal/markdown-rendering.js'
 import { documentPaths } from './paths.js'
+import { pointerToken } from './http/field-messages.js'
 import { refuseInvalidHost, refuseRepeatedContentType, refuseUndecodableUrl, refuseUnmetExpectation, routableUrl, undecodablePath, validatorCompiler } from './http/validation.js'
 
 /** How long nothing may move on a connection while a request is served (connectionTimeout below). */
@@ -373,8 +374,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
         const names = Object.keys(request.query as object)
         if (names.length) {
           const message = 'is not a parameter of this operation, which takes none'
-          const errors = names.slice(0, 100).map((name) => ({ in: 'query' as const, path: `/${name}`, message }))
-          throw new ApiError('validation_failed', `query/${names[0]} ${message}`, { errors })
+          const errors = names.slice(0, 100).map((name) => ({ in: 'query' as const, path: `/${pointerToken(name)}`, message }))
+          throw new ApiError('validation_failed', `query${errors[0]!.path} ${message}`, { errors })
         }
       },
     },

@@ -134,7 +134,7 @@ function withoutNullableNoise(errors: AjvError[]): { kept: AjvError[]; nullable:
  * a field named `a/b` is not read as `b` under `a`. AJV's instancePath is escaped already; the
  * names it reports in params are not.
  */
-const pointerToken = (name: unknown) => String(name).replaceAll('~', '~0').replaceAll('/', '~1')
+export const pointerToken = (name: unknown) => String(name).replaceAll('~', '~0').replaceAll('/', '~1')
 
 /** The most `errors[]` a problem lists (openapi.yaml, Problem). */
 export const MAX_FIELD_ERRORS = 100

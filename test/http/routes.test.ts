@@ -117,6 +117,9 @@ t.test('the reference page refuses unknown query parameters like every operation
   const res = await call(t, app, { url: '/docs/?foo=x' })
   t.equal(res.status, 400)
   t.equal(res.json.code, 'validation_failed')
+  const escaped = await call(t, app, { url: '/docs/?a%2Fb~c=x' })
+  t.same(escaped.json.errors.map((e: { path: string }) => e.path), ['/a~1b~0c'], 'at a JSON Pointer that names it (RFC 6901)')
+  t.match(escaped.json.detail, /^query\/a~1b~0c /)
 })
 
 t.test('the reference page answers a Host, X-Forwarded-Proto or -Host that makes no URL with a 400, not a 500', async (t) => {
