@@ -340,6 +340,9 @@ t.test('a wide code block and a wide table fit the page: nothing scrolls, nothin
         '| Setting | Default | What it does when it is turned on in a deployment |',
         '|---|---|---|',
         '| a_rather_long_setting_name_without_spaces | enabled | Something quite long that will not fit in a narrow column at all |',
+        '',
+        // Links with nothing to read in them: each must still have a name (axe: link-name).
+        'See [](https://example.com/a-very-long-address/that-does-not-fit-on-a-narrow-screen-either), [![](https://example.com/shot.png)](https://example.com/shot) and [` `](https://example.com/c).',
       ].join('\n'),
     },
   })

@@ -22,6 +22,19 @@ t.test('bodies render in a worker, with the link allow-list and without raw HTML
   t.equal(await renderer.render('<b>x</b> [a](javascript:alert(1)) [b](https://ok.example)'), '<p>&lt;b&gt;x&lt;/b&gt; [a](javascript:alert(1)) <a href="https://ok.example">b</a></p>\n')
 })
 
+t.test('a link with nothing to read in it shows its address, or around an image is named by it (WCAG 2.4.4)', async (t) => {
+  const renderer = new MarkdownRenderer()
+  t.teardown(() => renderer.close())
+  t.equal(await renderer.render('[](https://example.com/a)'), '<p><a href="https://example.com/a">https://example.com/a</a></p>\n')
+  t.equal(await renderer.render('[ ` ` ](https://x.example/a%20b)'), '<p><a href="https://x.example/a%20b"> <code> </code> https://x.example/a b</a></p>\n')
+  t.equal(
+    await renderer.render('[![](shot.png)](https://x.example/?q=1&r=2)'),
+    '<p><a href="https://x.example/?q=1&amp;r=2" aria-label="https://x.example/?q=1&amp;r=2"><img src="shot.png" alt=""></a></p>\n',
+  )
+  t.equal(await renderer.render('[![A screenshot](shot.png)](https://x.example)'), '<p><a href="https://x.example"><img src="shot.png" alt="A screenshot"></a></p>\n', 'an image with alt text names its link')
+  t.equal(await renderer.render('[read this](https://x.example) and [](mailto:team@x.example)'), '<p><a href="https://x.example">read this</a> and <a href="mailto:team@x.example">mailto:team@x.example</a></p>\n')
+})
+
 t.test("one project's many bodies hold up another project's by one render, not by all of them", async (t) => {
   const renderer = new MarkdownRenderer()
   t.teardown(() => renderer.close())
