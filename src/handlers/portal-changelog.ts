@@ -11,6 +11,7 @@ import type { Readable } from 'node:stream'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { PortalEntry, PortalState } from '../db/repos/changelog.js'
 import { isId } from '../domain/ids.js'
+import { canonicalLocale } from '../domain/locale.js'
 import { holdIfLarge, releaseOnClose } from '../http/body-budget.js'
 import { ApiError } from '../http/errors.js'
 import { clientAddress } from '../http/rate-limit.js'
@@ -100,6 +101,12 @@ async function sentWithin<P extends Iterable<string> | undefined>(
   }
 }
 
+/**
+ * The locale a visitor asked for, in its conventional case (`?locale=DE` is `de`): the pages'
+ * and feeds' links, canonical URL and tags then name one URL for one selection.
+ */
+const askedLocale = (query: { locale?: string }) => (query.locale === undefined ? undefined : canonicalLocale(query.locale))
+
 /** The page's state; undefined for any unknown project or an id of another shape. */
 function portalState(ctx: AppContext, projectId: string, options: { locale?: string; label?: string; limit: number; offset: number }) {
   return isId('prj', projectId) ? ctx.repos.changelog.portalState(projectId, options) : Promise.resolve(undefined)
@@ -109,16 +116,17 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
   const limit = query.limit ?? DEFAULT_LIMIT
   const offset = query.offset ?? 0
   const label = labelQuery(query.label)
-  const state = await portalState(ctx, params.project_id, { locale: query.locale, label, limit, offset })
+  const locale = askedLocale(query)
+  const state = await portalState(ctx, params.project_id, { locale, label, limit, offset })
   if (!state) return { status: 404, body: changelogNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } }
   return conditionalReply(headers, {
-    etag: changelogETag(HTML_TYPE, { locale: query.locale, label, limit, offset }, state, ctx.config.publicBaseUrl),
+    etag: changelogETag(HTML_TYPE, { locale, label, limit, offset }, state, ctx.config.publicBaseUrl),
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: () =>
-      sentWithin(ctx, { socket, ip }, state, query.locale, (entries) => {
+      sentWithin(ctx, { socket, ip }, state, locale, (entries) => {
         const { project, hasMore } = state
-        return changelogPage({ projectId: project.id, projectName: project.name, locale: query.locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl })
+        return changelogPage({ projectId: project.id, projectName: project.name, locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl })
       }),
   })
 }
@@ -132,17 +140,18 @@ const entryNotFound = () => ({ status: 404 as const, body: changelogEntryNotFoun
  */
 export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'> = async ({ params, query, headers, socket, ip }, ctx) => {
   const { project_id: projectId, entry_id: entryId } = params
-  const found = isId('prj', projectId) && isId('ch', entryId) ? await ctx.repos.changelog.portalEntryState(projectId, entryId, query.locale) : undefined
+  const locale = askedLocale(query)
+  const found = isId('prj', projectId) && isId('ch', entryId) ? await ctx.repos.changelog.portalEntryState(projectId, entryId, locale) : undefined
   if (!found) return entryNotFound()
   const state: PortalState = { project: found.project, entries: [found.entry], hasMore: false }
   const { project } = state
   const reply = await conditionalReply(headers, {
-    etag: changelogETag(HTML_TYPE, { locale: query.locale, entry: entryId }, state, ctx.config.publicBaseUrl),
+    etag: changelogETag(HTML_TYPE, { locale, entry: entryId }, state, ctx.config.publicBaseUrl),
     contentType: HTML_TYPE,
     headers: pageSecurityHeaders({ images: true }),
     body: () =>
-      sentWithin(ctx, { socket, ip }, state, query.locale, ([entry]) =>
-        entry ? changelogEntryPage({ projectId: project.id, projectName: project.name, locale: query.locale, entry, baseUrl: ctx.config.publicBaseUrl }) : undefined,
+      sentWithin(ctx, { socket, ip }, state, locale, ([entry]) =>
+        entry ? changelogEntryPage({ projectId: project.id, projectName: project.name, locale, entry, baseUrl: ctx.config.publicBaseUrl }) : undefined,
       ),
   })
   if (reply.status === 304) return reply
@@ -160,7 +169,7 @@ async function feedReply(
   contentType: string,
   build: (source: FeedSource) => Iterable<string>,
 ) {
-  const { locale } = query
+  const locale = askedLocale(query)
   const label = labelQuery(query.label)
   const state = await portalState(ctx, projectId, { locale, label, limit: FEED_SIZE, offset: 0 })
   if (!state) throw noFeed()

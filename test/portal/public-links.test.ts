@@ -44,6 +44,9 @@ t.test('with PUBLIC_BASE_URL: absolute links everywhere, a canonical URL on the 
     [`${changelog}?limit=1&offset=1&label=news&locale=fr`]: `${BASE}${changelog}?locale=fr&label=news&limit=1&offset=1`,
     [changelog]: `${BASE}${changelog}`,
     [`${changelog}/${oldest}`]: `${BASE}${changelog}/${oldest}`,
+    // The locale asked for, in its conventional case, whatever case it was asked in.
+    [`${changelog}?locale=FR&label=news`]: `${BASE}${changelog}?locale=fr&label=news`,
+    [`${changelog}?locale=pt-br`]: `${BASE}${changelog}?locale=pt-BR`,
     // A translation shown: canonical in its locale, in the stored spelling.
     [`${changelog}/${newest}?locale=FR`]: `${BASE}${changelog}/${newest}?locale=fr`,
     // No translation in that locale: the page is the base one, and says so.
@@ -68,6 +71,14 @@ t.test('with PUBLIC_BASE_URL: absolute links everywhere, a canonical URL on the 
   t.strictSame(atomLinks.slice(2, 3), [`${BASE}${changelog}/${newest}?locale=fr`], 'Atom: each entry links to its absolute permalink')
   t.equal(atomLinks.length, 5)
   for (const link of atomLinks) t.ok(link.startsWith(`${BASE}/`), `Atom: ${link} is absolute`)
+
+  const upper = await get(`${changelog}.atom?locale=FR`)
+  t.strictSame(
+    [...upper.raw.matchAll(/<link [^>]*href="([^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&')),
+    atomLinks,
+    'Atom asked for in FR: the links of fr',
+  )
+  t.equal(upper.headers.etag, atom.headers.etag, 'one selection, one ETag, whatever the case it was asked in')
 
   const json = await get(`${changelog}.json`)
   t.notMatch(json.raw, /evil\.example/, 'JSON Feed: nothing from the forged Host')
