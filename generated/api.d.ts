@@ -2666,8 +2666,10 @@ export interface components {
          *     the same program for testers; `locale` may change). The changelog's cursors hold their
          *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
          *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-         *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-         *     did not issue, or sent with different filters or together with `offset`, is a 400
+         *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+         *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+         *     project's list refuses it. One that this list did not issue (another project's, or from
+         *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
          *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
          *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
          *     whatever the dates on its page. Cursors do not expire.
@@ -2799,8 +2801,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -3057,8 +3061,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -3343,8 +3349,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -3465,8 +3473,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -3724,8 +3734,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -4096,8 +4108,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -4261,8 +4275,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -4358,8 +4374,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.
@@ -4518,8 +4536,10 @@ export interface operations {
                  *     the same program for testers; `locale` may change). The changelog's cursors hold their
                  *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
                  *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
-                 *     go missing. `limit` may change from page to page. A cursor is opaque: one that this list
-                 *     did not issue, or sent with different filters or together with `offset`, is a 400
+                 *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
+                 *     project: any key of the project may send it (a rotation mid-walk goes on), and another
+                 *     project's list refuses it. One that this list did not issue (another project's, or from
+                 *     before 1.2.1), or sent with different filters or together with `offset`, is a 400
                  *     `validation_failed`, and so is one whose page would end more than 2147483647 rows into
                  *     the list (the bound of `pagination.offset`). Every `next_cursor` is accepted back,
                  *     whatever the dates on its page. Cursors do not expire.

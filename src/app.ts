@@ -2,7 +2,7 @@
 // call it alike.
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { maxHeaderSize, type IncomingMessage } from 'node:http'
+import { maxHeaderSize } from 'node:http'
 import swagger from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'

@@ -3,10 +3,10 @@ import { isId } from '../domain/ids.js'
 import { refusedTransitionMessage } from '../domain/program-status.js'
 import { slugify } from '../domain/slug.js'
 import { ifMatch, preconditionFailed } from '../http/conditional.js'
-import { ApiError, invalidField, notFound } from '../http/errors.js'
+import { ApiError, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import type { Handler } from '../http/types.js'
-import { page, pageRequest } from './pagination.js'
+import { page, projectPageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 export function programRecord(row: ProgramRow): Schemas['BetaProgram'] {
@@ -63,10 +63,9 @@ export const getBetaProgram = readByKey<'getBetaProgram'>(async ({ params, proje
 
 export const listBetaPrograms = readByKey<'listBetaPrograms'>(async ({ query, project }, { repos }) => {
   // A cursor carries the filter it was issued under: the same position means another row elsewhere.
-  const scope = `programs:${query.status ?? '*'}`
-  const request = pageRequest(query, 25, scope)
+  const request = await projectPageRequest(query, 25, `programs:${query.status ?? '*'}`, project, repos)
   const rows = await repos.programs.list(project, { status: query.status, ...request, limit: request.limit + 1 })
-  return { status: 200, body: page(rows, request, scope, programSortKey, programRecord) }
+  return { status: 200, body: page(rows, request, request.scope, programSortKey, programRecord) }
 })
 
 export const updateBetaProgram: Handler<'updateBetaProgram'> = async ({ params, body, headers, principal }, { repos }) => {

@@ -9,7 +9,7 @@ import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
 import { preparedWrite } from '../http/idempotency.js'
 import type { Handler } from '../http/types.js'
-import { pageOf, pageRequest } from './pagination.js'
+import { listScopeOf, pageOf, projectPageRequest } from './pagination.js'
 import { changelogRecord } from './records.js'
 
 /** Fired, in the transaction of the write, when a write makes an entry visible (openapi.yaml, webhooks). */
@@ -40,13 +40,8 @@ function publishedAtOrThrow(decision: PublishingDecision) {
 
 const location = (id: string) => `/v1/changelog/${id}`
 
-/**
- * A cursor's scope: its list and label. The locale does not change the order, so a cursor serves
- * every locale. The published list without a label keeps the scope its cursors had before
- * `status` and `label` existed, so that those cursors stay valid.
- */
-const changelogScope = (status: ListStatus, label: string | undefined) =>
-  status === 'published' && label === undefined ? 'changelog' : `changelog:${status}:${JSON.stringify(label ?? null)}`
+/** A cursor's list: the status and label. The locale does not change the order, so a cursor serves every locale. */
+const changelogScope = (status: ListStatus, label: string | undefined) => `changelog:${status}:${JSON.stringify(label ?? null)}`
 
 /** An entry's place in its list: the list's column (never null in a list that orders by it), then the id. */
 const entrySortKey = (status: ListStatus) => (entry: EntryView) => ({ at: entry[LIST_ORDER_COLUMN[status]]!, id: entry.id })
@@ -58,8 +53,7 @@ const entrySortKey = (status: ListStatus) => (entry: EntryView) => ({ at: entry[
  * otherwise). A label is taken only as the list would have stored it.
  */
 function heldFilters(cursor: string | undefined): { status?: ListStatus; label?: string | null } {
-  const scope = cursor === undefined ? undefined : scopeOfCursor(cursor)
-  if (scope === 'changelog') return { status: 'published', label: null }
+  const scope = cursor === undefined ? undefined : listScopeOf(scopeOfCursor(cursor))
   const [, status, label] = /^changelog:(published|scheduled|draft|all):(.*)$/s.exec(scope ?? '') ?? []
   if (status === undefined) return {}
   let held: unknown
@@ -77,10 +71,9 @@ export const listChangelogEntries = readByKey<'listChangelogEntries'>(async (req
   const held = heldFilters(query.cursor)
   const status = query.status ?? held.status ?? 'published'
   const label = query.label !== undefined ? labelQuery(query.label) : (held.label ?? undefined)
-  const scope = changelogScope(status, label)
-  const page = pageRequest(query, 20, scope)
+  const page = await projectPageRequest(query, 20, changelogScope(status, label), project, repos)
   const { entries, hasMore } = await repos.changelog.list(project, { status, label, locale: query.locale, ...page }, (bytes) => request.holdAnswer(bytes))
-  return { status: 200, body: pageOf(entries, hasMore, page, scope, entrySortKey(status), changelogRecord) }
+  return { status: 200, body: pageOf(entries, hasMore, page, page.scope, entrySortKey(status), changelogRecord) }
 })
 
 export const createChangelogEntry = preparedWrite<'createChangelogEntry', { labels: string[]; published_at: PublishedAt; body_html: string | null }>(

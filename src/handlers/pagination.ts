@@ -1,7 +1,10 @@
 // Lists page by `offset` (the contract) or by `cursor` (ext, keyset): both give a
 // `pagination` object with `next_cursor`, so a client can switch to cursors at any page.
-import { decodeCursor, encodeCursor, MAX_OFFSET } from '../domain/cursor.js'
+import { createHash } from 'node:crypto'
+import { decodeCursor, encodeCursor, MAX_OFFSET, scopeOfCursor } from '../domain/cursor.js'
+import type { KeyScope } from '../db/repos/scope.js'
 import { invalidField } from '../http/errors.js'
+import type { AppContext } from '../http/types.js'
 
 /** A row's place in its list's order: the list's timestamp column, then the id. */
 export interface SortKey {
@@ -31,19 +34,61 @@ export interface PageQuery {
  * (400, then 404) has it.
  */
 export function pageRequest(query: PageQuery, defaultLimit: number, scope: string): PageRequest {
+  return pageAt(query, defaultLimit, query.cursor === undefined ? undefined : decodeCursor(scope, query.cursor))
+}
+
+const notThisListsCursor = () =>
+  invalidField('query', '/cursor', "is not a cursor of this list: send the previous page's pagination.next_cursor, with the same filters")
+
+function pageAt(query: PageQuery, defaultLimit: number, position: ReturnType<typeof decodeCursor>): PageRequest {
   const limit = query.limit ?? defaultLimit
   if (query.cursor === undefined) return { limit, offset: query.offset ?? 0 }
   if (query.offset !== undefined) throw invalidField('query', '/offset', 'cannot be combined with cursor: the cursor already says where the page starts')
-  const position = decodeCursor(scope, query.cursor)
-  if (!position) {
-    throw invalidField('query', '/cursor', "is not a cursor of this list: send the previous page's pagination.next_cursor, with the same filters")
-  }
+  if (!position) throw notThisListsCursor()
   // Only a forged cursor gets here (no list holds two billion rows): refused rather than echoed,
   // so that neither this page's offset nor its next_cursor's can pass the spec's bound.
   if (position.offset + limit > MAX_OFFSET) {
     throw invalidField('query', '/cursor', `is out of bounds: a page may not end more than ${MAX_OFFSET} rows into a list`)
   }
   return { limit, offset: position.offset, after: { at: position.at, id: position.id } }
+}
+
+/**
+ * Whose a cursor is: a tag of the API key it was given to. Not the key, nor the hash the database
+ * keeps of it: a cursor travels in URLs and logs, and its tag names the key to no one.
+ */
+const ownerTag = (keyHash: string) => createHash('sha256').update(`cursor owner\n${keyHash}`).digest('base64url').slice(0, 16)
+
+/** A list's scope as its cursors hold it: whose it is, then the list and its filters. */
+const owned = (owner: string, scope: string) => `${owner}/${scope}`
+
+/** A project-wide list's scope, less its owner: what the list's own rules read (a cursor's filters). */
+export const listScopeOf = (cursorScope: string | undefined): string | undefined => cursorScope?.slice(cursorScope.indexOf('/') + 1)
+
+/**
+ * The page a request asks of a list the project holds directly (its programs, changelog, events,
+ * webhook endpoints), read by key: like pageRequest, and a cursor is valid in the project it was
+ * issued in only. It holds the tag of the key it was given to; a cursor of another key is
+ * accepted when that key is (or was) one of the same project's, as after a key rotation
+ * mid-walk (one more statement then), and is otherwise a 400: another project's list. `scope`
+ * is what the page's next_cursor is then encoded with.
+ */
+export async function projectPageRequest(
+  query: PageQuery,
+  defaultLimit: number,
+  listScope: string,
+  project: KeyScope,
+  repos: AppContext['repos'],
+): Promise<PageRequest & { scope: string }> {
+  const scope = owned(ownerTag(project.keyHash), listScope)
+  if (query.cursor === undefined) return { ...pageAt(query, defaultLimit, undefined), scope }
+  let position = decodeCursor(scope, query.cursor)
+  const given = scopeOfCursor(query.cursor)
+  if (!position && given !== undefined && given !== scope && listScopeOf(given) === listScope) {
+    const owners = (await repos.projects.projectKeyHashes(project.keyHash)).map((hash) => owned(ownerTag(hash), listScope))
+    if (owners.includes(given)) position = decodeCursor(given, query.cursor)
+  }
+  return { ...pageAt(query, defaultLimit, position), scope }
 }
 
 /** One page from `limit + 1` rows: the extra row only says that there is more. */

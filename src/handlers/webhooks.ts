@@ -10,7 +10,7 @@ import { holdsSecret, type SecretSource } from '../http/idempotency.js'
 import type { Handler } from '../http/types.js'
 import { endpointUrlRefusal } from '../webhooks/endpoint-url.js'
 import { subscription } from '../webhooks/event-types.js'
-import { page, pageRequest } from './pagination.js'
+import { page, pageRequest, projectPageRequest } from './pagination.js'
 import { iso, isoOrNull, type Schemas } from './records.js'
 
 /** The record: never the secret (shown only by create and rotate-secret). */
@@ -99,10 +99,9 @@ export const createWebhookEndpoint: Handler<'createWebhookEndpoint'> = holdsSecr
 }, currentSecret)
 
 export const listWebhookEndpoints = readByKey<'listWebhookEndpoints'>(async ({ query, project }, { repos }) => {
-  const scope = 'webhook-endpoints'
-  const request = pageRequest(query, 25, scope)
+  const request = await projectPageRequest(query, 25, 'webhook-endpoints', project, repos)
   const rows = await repos.webhooks.list(project, { ...request, limit: request.limit + 1 })
-  return { status: 200, body: page(rows, request, scope, createdSortKey, endpointRecord) }
+  return { status: 200, body: page(rows, request, request.scope, createdSortKey, endpointRecord) }
 })
 
 export const getWebhookEndpoint = readByKey<'getWebhookEndpoint'>(async ({ params, project }, { repos }) => {

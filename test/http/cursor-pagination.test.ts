@@ -3,10 +3,10 @@
 // in front, and a cursor is refused (400) anywhere but the list and filters it came from.
 import t, { type Test } from 'tap'
 import { beta_feedback, beta_programs, beta_testers, changelog_entries } from '../../src/db/schema.js'
-import { decodeCursor, encodeCursor, MAX_OFFSET } from '../../src/domain/cursor.js'
+import { decodeCursor, encodeCursor, MAX_OFFSET, scopeOfCursor } from '../../src/domain/cursor.js'
 import { newId } from '../../src/domain/ids.js'
 import { newTesterToken } from '../../src/domain/secrets.js'
-import { call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { spec } from '../helpers/spec-check.js'
 
@@ -138,7 +138,8 @@ t.test('a cursor is refused anywhere but its own list and filters, or with offse
   const testersCursor = ((await call(t, app, { url: `/v1/beta/programs/${programA}/testers?limit=1`, key })) as unknown as Page).json.pagination.next_cursor!
   t.type(testersCursor, 'string')
 
-  const position = decodeCursor('changelog', changelogCursor)!
+  const changelogScope = scopeOfCursor(changelogCursor)!
+  const position = decodeCursor(changelogScope, changelogCursor)!
   const refused: Array<[string, string]> = [
     [`/v1/changelog?cursor=${changelogCursor}&offset=0`, '/offset'],
     [`/v1/changelog?cursor=${programsCursor}`, '/cursor'],
@@ -147,7 +148,9 @@ t.test('a cursor is refused anywhere but its own list and filters, or with offse
     [`/v1/beta/programs/${programB}/testers?cursor=${testersCursor}`, '/cursor'],
     [`/v1/beta/programs/${programA}/testers?status=invited&cursor=${testersCursor}`, '/cursor'],
     [`/v1/changelog?cursor=${changelogCursor.slice(0, -2)}`, '/cursor'],
-    [`/v1/changelog?cursor=${encodeCursor('changelog', { ...position, offset: -1 })}`, '/cursor'],
+    [`/v1/changelog?cursor=${encodeCursor(changelogScope, { ...position, offset: -1 })}`, '/cursor'],
+    // A cursor from before cursors named their owner: the list alone no longer makes one.
+    [`/v1/changelog?cursor=${encodeCursor('changelog', position)}`, '/cursor'],
     [`/v1/changelog?cursor=${encodeCursor('programs:*', position)}`, '/cursor'],
     [`/v1/changelog?cursor=${Buffer.from('[1,"changelog",0,"x",0]').toString('base64url')}`, '/cursor'],
     ['/v1/changelog?cursor=bm90IGpzb24', '/cursor'],
@@ -162,14 +165,36 @@ t.test('a cursor is refused anywhere but its own list and filters, or with offse
   }
 })
 
-t.test('another project cannot page through a list with a cursor it lifted', async (t) => {
+t.test("one project's cursor is a 400 in another's list; another key of the same project goes on with it", async (t) => {
+  // Found by an outside review: a cursor named its list and filters, not its project, and another
+  // project's list took it (200, at the other project's position and offset).
   const owner = await seedChangelog()
-  const other = await createProject()
+  const other = await createProject({ beta: true })
   const app = await testApp()
-  const cursor = ((await call(t, app, { url: '/v1/changelog?limit=2', key: owner.key })) as unknown as Page).json.pagination.next_cursor!
-  const res = (await call(t, app, { url: `/v1/changelog?cursor=${cursor}`, key: other.key })) as unknown as Page & { status: number }
-  t.equal(res.status, 200)
-  t.same(res.json.data, [], "the cursor is a position in the caller's own list, which is empty")
+  for (const name of ['A', 'B', 'C']) {
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/beta/programs', key: owner.key, body: { name } })).status, 201)
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/beta/programs', key: other.key, body: { name } })).status, 201)
+  }
+  for (const title of ['One', 'Two']) {
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key: owner.key, body: { title, status: 'published' } })).status, 201, 'an event each')
+  }
+  const issued = await call(t, app, { method: 'POST', url: `/admin/v1/projects/${owner.id}/api-keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  const rotated = issued.json.api_key as string
+  for (const list of ['/v1/changelog', '/v1/beta/programs', '/v1/events']) {
+    const first = (await call(t, app, { url: `${list}?limit=1`, key: owner.key })) as unknown as Page
+    const cursor = first.json.pagination.next_cursor
+    t.type(cursor, 'string', list)
+    const lifted = await call(t, app, { url: `${list}?cursor=${cursor}`, key: other.key })
+    t.same([lifted.status, lifted.json.errors?.[0]?.path], [400, '/cursor'], `${list}: another project's cursor`)
+    const own = await call(t, app, { url: `${list}?cursor=${cursor}`, key: owner.key })
+    const again = await call(t, app, { url: `${list}?cursor=${cursor}`, key: rotated })
+    t.equal(again.status, 200, `${list}: another key of the project`)
+    t.same(again.json.data, own.json.data, `${list}: the same page`)
+    t.equal(again.json.pagination.offset, own.json.pagination.offset)
+  }
+  const cursor = (await call(t, app, { url: '/v1/changelog?limit=1', key: owner.key })).json.pagination.next_cursor
+  const unknown = await call(t, app, { url: `/v1/changelog?cursor=${cursor}`, key: `fbk_${'x'.repeat(40)}` })
+  t.equal(unknown.status, 401, 'an unknown key is a 401 before its cursor is a 400')
 })
 
 // Year 1000 is the earliest an input may name, 9999 the latest; a page ending on either makes a
@@ -209,22 +234,23 @@ t.test('a cursor whose values are out of bounds is refused, never echoed', async
   const { key } = await seedChangelog()
   const app = await testApp()
   const first = (await call(t, app, { url: '/v1/changelog?limit=1', key })) as unknown as Page
-  const position = decodeCursor('changelog', first.json.pagination.next_cursor!)!
+  const scope = scopeOfCursor(first.json.pagination.next_cursor!)!
+  const position = decodeCursor(scope, first.json.pagination.next_cursor!)!
 
   // The most a cursor may hold: its page ends exactly at the bound, and so does its next_cursor.
-  const edge = (await call(t, app, { url: `/v1/changelog?limit=2&cursor=${encodeCursor('changelog', { ...position, offset: MAX_OFFSET - 2 })}`, key })) as unknown as Page & { status: number }
+  const edge = (await call(t, app, { url: `/v1/changelog?limit=2&cursor=${encodeCursor(scope, { ...position, offset: MAX_OFFSET - 2 })}`, key })) as unknown as Page & { status: number }
   t.equal(edge.status, 200)
   t.equal(edge.json.pagination.offset, MAX_OFFSET - 2)
-  t.equal(decodeCursor('changelog', edge.json.pagination.next_cursor!)?.offset, MAX_OFFSET)
+  t.equal(decodeCursor(scope, edge.json.pagination.next_cursor!)?.offset, MAX_OFFSET)
 
   for (const [offset, limit] of [[MAX_OFFSET - 1, 2], [MAX_OFFSET, 1], [MAX_OFFSET + 1, 1], [Number.MAX_SAFE_INTEGER, 1]] as const) {
-    const url = `/v1/changelog?limit=${limit}&cursor=${encodeCursor('changelog', { ...position, offset })}`
+    const url = `/v1/changelog?limit=${limit}&cursor=${encodeCursor(scope, { ...position, offset })}`
     const res = await call(t, app, { url, key })
     t.equal(res.status, 400, `offset ${offset}, limit ${limit}`)
     t.match(res.json.errors, [{ in: 'query', path: '/cursor' }])
   }
   // The year 0000 is refused too: the database has no year 0, and its query failed (a 500).
-  const atTime = (time: string) => `/v1/changelog?cursor=${encodeCursor('changelog', { ...position, at: new Date(time) })}`
+  const atTime = (time: string) => `/v1/changelog?cursor=${encodeCursor(scope, { ...position, at: new Date(time) })}`
   for (const time of ['-000001-12-31T23:59:59.999Z', '0000-01-01T00:00:00.000Z', '0000-12-31T23:59:59.999Z', '+010000-01-01T00:00:00.000Z']) {
     const res = await call(t, app, { url: atTime(time), key })
     t.equal(res.status, 400, time)

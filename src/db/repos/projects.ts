@@ -1,4 +1,5 @@
 import { and, count, eq, sql } from 'drizzle-orm'
+import { alias } from 'drizzle-orm/pg-core'
 import { newId } from '../../domain/ids.js'
 import { apiKeyPrefix, hashApiKey, newApiKey } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
@@ -186,6 +187,21 @@ export function projectsRepo(db: Database) {
     async findByKeyHash(keyHash: string): Promise<Pick<ProjectRow, 'id' | 'plan' | 'beta_enabled'> | undefined> {
       const [row] = await (keyLookup ??= buildKeyLookup(db)).execute({ keyHash })
       return row
+    },
+
+    /**
+     * The stored hashes of every key of the project the key with this hash belongs to, revoked
+     * and expired ones included (what a cursor given to another key of the project is checked
+     * against: handlers/pagination.ts); empty for an unknown key.
+     */
+    async projectKeyHashes(keyHash: string): Promise<string[]> {
+      const other = alias(api_keys, 'other')
+      const rows = await db
+        .select({ keyHash: other.key_hash })
+        .from(api_keys)
+        .innerJoin(other, eq(other.project_id, api_keys.project_id))
+        .where(eq(api_keys.key_hash, keyHash))
+      return rows.map((row) => row.keyHash)
     },
 
     /**
