@@ -74,13 +74,25 @@ function languageTag(tag: string): string {
 }
 
 /**
- * The list's language: the one its entries share, else the one asked for, else English (the
- * page's own words). Each entry carries its own `lang` besides.
+ * The list's language: the language (primary subtag) most of its entries are in, written as
+ * they write it when they agree (`pt-BR`), else bare (`fr` for `fr` and `fr-CA`); of languages
+ * tied, the one asked for, else English (the page's own words), else the newest entry's. Without
+ * entries, the one asked for, else English. Each entry carries its own `lang` besides.
  */
 function listLanguage(source: ChangelogPageSource): string {
-  const locales = new Set(source.entries.map((entry) => entry.locale.toLowerCase()))
-  if (locales.size === 1) return source.entries[0]!.locale
-  return source.locale ? languageTag(source.locale) : 'en'
+  const asked = source.locale ? languageTag(source.locale) : undefined
+  if (source.entries.length === 0) return asked ?? 'en'
+  const byLanguage = new Map<string, string[]>()
+  for (const { locale } of source.entries) {
+    const language = locale.split('-')[0]!.toLowerCase()
+    byLanguage.set(language, [...(byLanguage.get(language) ?? []), locale])
+  }
+  const most = Math.max(...[...byLanguage.values()].map((locales) => locales.length))
+  const tied = [...byLanguage.keys()].filter((language) => byLanguage.get(language)!.length === most)
+  const preferred = [asked?.split('-')[0]!.toLowerCase(), 'en'].find((language) => language !== undefined && tied.includes(language))
+  const language = preferred ?? tied[0]!
+  const tags = new Set(byLanguage.get(language)!.map((locale) => locale.toLowerCase()))
+  return tags.size === 1 ? byLanguage.get(language)![0]! : language
 }
 
 /** The page's own words are English: marked so wherever the page's language is another. */

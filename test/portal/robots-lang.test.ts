@@ -67,13 +67,25 @@ t.test('the public changelog may be indexed, in its entries’ language', async 
   await create(german.key, { title: 'Offline', locale: 'de', status: 'published' })
   await create(mixed.key, { title: 'Dark mode', locale: 'en', status: 'published' })
   await create(mixed.key, { title: 'Modo escuro', locale: 'pt-BR', status: 'published' })
+  // One language in two regions, and a list mostly in another language than the one asked for
+  // (found by an outside review: both were the locale asked for, or English).
+  const french = await createProject()
+  await create(french.key, { title: 'Mode sombre', locale: 'fr', status: 'published' })
+  await create(french.key, { title: 'Mode hors ligne', locale: 'fr-CA', status: 'published' })
+  const english = await createProject()
+  for (const title of ['One', 'Two', 'Three']) await create(english.key, { title, locale: 'en', status: 'published' })
+  await create(english.key, { title: 'Quatro', locale: 'pt-BR', status: 'published' })
 
   const cases: [string, string][] = [
     [`/portal/${german.id}/changelog`, 'de'],
     [`/portal/${german.id}/changelog/${dunkel}`, 'de'],
-    // Entries in several languages: the one asked for, else the page's own (English); each entry says its own.
+    // Entries in several languages: the one most are in; of those tied, the one asked for, else the
+    // page's own (English); each entry says its own.
     [`/portal/${mixed.id}/changelog`, 'en'],
     [`/portal/${mixed.id}/changelog?locale=pt-br`, 'pt-BR'],
+    [`/portal/${french.id}/changelog`, 'fr'],
+    [`/portal/${french.id}/changelog?locale=en`, 'fr'],
+    [`/portal/${english.id}/changelog?locale=pt-BR`, 'en'],
     // No entries: the locale asked for, or English.
     [`/portal/${german.id}/changelog?offset=40&locale=fr`, 'fr'],
     [`/portal/${german.id}/changelog?offset=40`, 'en'],
