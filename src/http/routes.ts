@@ -96,7 +96,8 @@ export function allowedMethods(pathname: string, operatorApi: boolean): string[]
     (t) =>
       (operatorApi || !t.operator) &&
       t.segments.length === segments.length &&
-      t.segments.every((literal, i) => (literal === undefined ? segments[i] !== '' : literal === segments[i])),
+      // A parameter takes any segment, an empty one too, as the router does (GET /v1/changelog/ is the entry '').
+      t.segments.every((literal, i) => literal === undefined || literal === segments[i]),
   )
   if (!match) return undefined
   return match.methods.includes('GET') ? [...match.methods, 'HEAD'] : match.methods
@@ -122,7 +123,8 @@ export function routedPath(request: FastifyRequest): string {
 
 /** The answer for a request no route took: 405 with `Allow` for a path the API has, otherwise 404. */
 export function notFoundOrNotAllowed(request: FastifyRequest, operatorApi: boolean): ApiError {
-  const pathname = request.url.replace(ORIGIN, '').split('?')[0] || '/'
+  // The router ends the path at a `?` or a `#` (a fragment, which a client should not send).
+  const pathname = request.url.replace(ORIGIN, '').split(/[?#]/)[0] || '/'
   const allow = allowedMethods(pathname, operatorApi)
   if (allow && !allow.includes(request.method)) {
     return new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allow.join(', ')}.`, {

@@ -9,6 +9,7 @@ import formats from 'ajv-formats'
 import type { FastifyRequest, FastifySchemaCompiler } from 'fastify'
 import { parseUrl } from '../domain/urls.js'
 import { ApiError, invalidField } from './errors.js'
+import { pointerToken } from './field-messages.js'
 import { timesSent } from './raw-headers.js'
 
 // RFC 3339 with a mandatory zone. ajv-formats also accepts a space separator and second 60,
@@ -182,7 +183,7 @@ export async function refuseUndecodableUrl(request: FastifyRequest): Promise<voi
     const decodedName = decoded(name)
     if (decodedName === undefined || decoded(value) === undefined) {
       // The name only when it decodes: an undecodable one is not echoed.
-      const path = decodedName === undefined ? '' : `/${decodedName}`
+      const path = decodedName === undefined ? '' : `/${pointerToken(decodedName)}`
       const message = 'must be percent-encoded UTF-8'
       throw new ApiError('validation_failed', `query${path} ${message}`, { errors: [{ in: 'query', path, message }] })
     }

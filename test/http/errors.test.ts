@@ -104,7 +104,12 @@ t.test('a method a path does not have is 405 with Allow', async (t) => {
     t.match(encoded.headers.allow, /^GET, /, url)
   }
   t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/%2Fprograms' })).status, 404, 'an encoded slash is no separator')
-  t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs/' })).status, 404, 'a trailing slash is another path')
+  t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs/' })).headers.allow, 'GET, PATCH, DELETE, HEAD', "a trailing slash is a program's path, whose id is empty, as the router reads it")
+  t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs//feedback' })).headers.allow, 'GET, HEAD', 'an empty id likewise')
+  t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs/x/y/z' })).status, 404, 'a path the API does not have')
+  await overHttp(app)
+  const fragment = await rawExchange(app, 'PUT /v1/changelog#x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
+  t.match(fragment, /^HTTP\/1\.1 405 [^]*allow: GET, POST, HEAD/i, 'a fragment ends the path, as the router reads it')
 })
 
 t.test('a body that is not JSON is 415', async (t) => {

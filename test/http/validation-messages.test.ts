@@ -219,6 +219,8 @@ t.test('errors[].path is a JSON Pointer: a field or parameter named with / or ~ 
 
   const query = await call(t, app, { url: '/v1/beta/programs?a%2Fb=1', key })
   t.same(query.json.errors.map((e: { in: string; path: string }) => [e.in, e.path]), [['query', '/a~1b']])
+  const undecodable = await call(t, app, { url: '/v1/changelog?a%2Fb~c=%ZZ', key })
+  t.same(undecodable.json.errors.map((e: { in: string; path: string }) => [e.in, e.path]), [['query', '/a~1b~0c']], 'a value that does not decode, under its escaped name')
 })
 
 t.test('errors[].path stays within its documented 1024 characters for a long field name, escaped or not', async (t) => {
