@@ -14,7 +14,7 @@ import { handlers } from './handlers/index.js'
 import { ApiError, BODY_LIMIT, invalidField, sendProblem, toApiError } from './http/errors.js'
 import { makeGuard } from './http/guard.js'
 import { registerFormParser } from './http/form-parser.js'
-import { registerJsonParser } from './http/json-parser.js'
+import { refuseCodedBody, registerJsonParser } from './http/json-parser.js'
 import { bodyBudget, registerBodyBudget, type BodyBudgets } from './http/body-budget.js'
 import { SEND_WINDOW_MS, sendWatch, type SendWatch, type SendWatchOptions } from './http/send-rate.js'
 import { registerConditionalRequests } from './http/conditional.js'
@@ -58,13 +58,15 @@ function refuseBadHeaders(request: FastifyRequest & { [HEADERS_CHECKED]?: true }
 }
 
 /**
- * A preParsing hook, after the guard's: the headers' own rules; then a client that asked whether
+ * A preParsing hook, after the guard's: the headers' own rules, then a body in a coding the server
+ * does not read (a 415); then a client that asked whether
  * to send its body (Expect: 100-continue) is told to now that nothing will refuse it unread
  * (found by an attacker review: Node said 100 Continue at once, to requests then answered 401 or
  * 413).
  */
 async function refuseBeforeTheBody(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   refuseBadHeaders(request)
+  refuseCodedBody(request)
   if (request.headers.expect === undefined || request.raw.httpVersion !== '1.1') return
   if (reply.raw.headersSent || Number(request.headers['content-length'] ?? 0) > BODY_LIMIT) return
   reply.raw.writeContinue()

@@ -5,7 +5,7 @@
 // so bytes that are not UTF-8 are invalid JSON, not text to store with U+FFFD in their place.
 import { isUtf8 } from 'node:buffer'
 import type { IncomingHttpHeaders } from 'node:http'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { ApiError, notJson } from './errors.js'
 import { isPortal, notForm } from './form-parser.js'
@@ -80,23 +80,25 @@ const refuse = (message: string) => new ApiError('validation_failed', `body ${me
 /** Whether the request comes with a body (its framing says so; a GET's is never read). */
 const hasBody = (headers: IncomingHttpHeaders) => headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
 
+/**
+ * A body is read as sent: one in a content coding (gzip, say) would be parsed as if it were not,
+ * or refused as bad JSON for a reason the client cannot see (RFC 9110 §8.4.1: 415). Run by
+ * app.ts before the body is read, after the guard and the headers' own 400s.
+ */
+export function refuseCodedBody(request: FastifyRequest): void {
+  const coding = request.headers['content-encoding']?.trim().toLowerCase()
+  if (coding && coding !== 'identity' && hasBody(request.headers)) {
+    throw new ApiError('unsupported_media_type', `Request bodies are not accepted in a content coding (Content-Encoding: ${coding.slice(0, 40)}); send them as they are.`)
+  }
+  // Node decodes chunked framing only, and passes a body in any other transfer coding on as
+  // it came (Transfer-Encoding: gzip, chunked).
+  const transfer = request.headers['transfer-encoding']?.toLowerCase()
+  if (transfer && transfer.split(',').some((part) => part.trim() !== 'chunked')) {
+    throw new ApiError('unsupported_media_type', `Request bodies are not accepted in a transfer coding other than chunked (Transfer-Encoding: ${transfer.slice(0, 40)}); send them as they are.`)
+  }
+}
+
 export function registerJsonParser(app: FastifyInstance, bodyLimit: number): void {
-  // A body is read as sent: one in a content coding (gzip, say) would be parsed as if it were
-  // not, or refused as bad JSON for a reason the client cannot see (RFC 9110 §8.4.1: 415). After
-  // the onRequest hooks, so that 401 and 403 still come first.
-  app.addHook('preParsing', async (request, _reply, payload) => {
-    const coding = request.headers['content-encoding']?.trim().toLowerCase()
-    if (coding && coding !== 'identity' && hasBody(request.headers)) {
-      throw new ApiError('unsupported_media_type', `Request bodies are not accepted in a content coding (Content-Encoding: ${coding.slice(0, 40)}); send them as they are.`)
-    }
-    // Node decodes chunked framing only, and passes a body in any other transfer coding on as
-    // it came (Transfer-Encoding: gzip, chunked).
-    const transfer = request.headers['transfer-encoding']?.toLowerCase()
-    if (transfer && transfer.split(',').some((part) => part.trim() !== 'chunked')) {
-      throw new ApiError('unsupported_media_type', `Request bodies are not accepted in a transfer coding other than chunked (Transfer-Encoding: ${transfer.slice(0, 40)}); send them as they are.`)
-    }
-    return payload
-  })
   app.removeAllContentTypeParsers()
   app.addContentTypeParser(/^application\/json(\s*;.*)?$/i, { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     // No operation here: the answer is the 404, whatever the body holds, so it is not parsed.

@@ -61,6 +61,11 @@ t.test('a body in a content coding is a 415, after the key is checked', async (t
   t.same((await call(t, app, { url: '/v1/changelog?status=all', key })).json.data, [], 'nothing was written')
   t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Plain' }, headers: { 'content-encoding': 'identity' } })).status, 201, 'identity is no coding')
   t.equal((await call(t, app, { url: '/v1/changelog', key, headers: { 'content-encoding': 'gzip' } })).status, 200, 'a request without a body has nothing coded')
+  // The headers' own 400s come first (found by a review: the coding's 415 was checked before them).
+  const badHost = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Coded' }, headers: { 'content-encoding': 'gzip', host: 'a b' } })
+  t.same([badHost.status, badHost.json.errors?.[0]?.path], [400, '/Host'], 'a bad Host: the 400')
+  const free = await createProject({ plan: 'free' })
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/changelog', key: free.key, body: { title: 'Coded' }, headers: { 'content-encoding': 'gzip' } })).status, 403, 'the free plan: 403 first')
 })
 
 t.test('a body in a transfer coding other than chunked is a 415', async (t) => {
