@@ -1,7 +1,7 @@
 // The tables. Column keys are spelled as in the API and the SQL (snake_case). The database
 // enforces the invariants itself: cascading foreign keys, and unique indexes for a slug per
 // project, an email per program, a tester token and a key hash.
-import { sql } from 'drizzle-orm'
+import { sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { boolean, check, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 
 const timestamptz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date', precision: 3 })
@@ -29,6 +29,13 @@ export const projects = pgTable(
   ],
 )
 
+/**
+ * A cursor's owner tag for a key, in SQL: the first 16 hex digits of the SHA-256 of the stored
+ * hash's bytes, as domain/cursor.ts's cursorOwner() makes it in JavaScript. Indexed, so that a
+ * cursor of another key is checked in one lookup (projects.sameProjectOwner).
+ */
+export const cursorOwnerOf = (keyHash: SQLWrapper): SQL => sql`left(encode(sha256(decode(${keyHash}, 'hex')), 'hex'), 16)`
+
 export const api_keys = pgTable(
   'api_keys',
   {
@@ -54,6 +61,8 @@ export const api_keys = pgTable(
     uniqueIndex('api_keys_key_hash_key').on(t.key_hash),
     // The project's keys, newest first; it also serves the foreign key's lookups.
     index('api_keys_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
+    // Which key a cursor was given to (cursorOwnerOf).
+    index('api_keys_cursor_owner_idx').on(cursorOwnerOf(t.key_hash)),
   ],
 )
 

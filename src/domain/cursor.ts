@@ -7,7 +7,16 @@
 // came before the next page, so that `pagination.offset` stays exact. A forged cursor can only
 // move within the caller's own list, which every query is scoped to anyway.
 
+import { createHash } from 'node:crypto'
 import { isAnyId } from './ids.js'
+
+/**
+ * Whose a cursor is: a tag of the API key it was given to, the first 16 hex digits of the SHA-256
+ * of the stored hash's bytes (db/schema.ts's cursorOwnerOf makes the same in SQL). Not the key,
+ * nor the hash the database keeps of it: a cursor travels in URLs, and its tag names the key to
+ * no one.
+ */
+export const cursorOwner = (keyHash: string): string => createHash('sha256').update(Buffer.from(keyHash, 'hex')).digest('hex').slice(0, 16)
 
 /** Where the next page starts: after the row (at, id) in the list's order, `offset` rows in. */
 export interface Position {

@@ -1,7 +1,6 @@
 // Lists page by `offset` (the contract) or by `cursor` (ext, keyset): both give a
 // `pagination` object with `next_cursor`, so a client can switch to cursors at any page.
-import { createHash } from 'node:crypto'
-import { decodeCursor, encodeCursor, MAX_OFFSET, scopeOfCursor } from '../domain/cursor.js'
+import { cursorOwner, decodeCursor, encodeCursor, MAX_OFFSET, scopeOfCursor } from '../domain/cursor.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import { invalidField } from '../http/errors.js'
 import type { AppContext } from '../http/types.js'
@@ -53,12 +52,6 @@ function pageAt(query: PageQuery, defaultLimit: number, position: ReturnType<typ
   return { limit, offset: position.offset, after: { at: position.at, id: position.id } }
 }
 
-/**
- * Whose a cursor is: a tag of the API key it was given to. Not the key, nor the hash the database
- * keeps of it: a cursor travels in URLs and logs, and its tag names the key to no one.
- */
-const ownerTag = (keyHash: string) => createHash('sha256').update(`cursor owner\n${keyHash}`).digest('base64url').slice(0, 16)
-
 /** A list's scope as its cursors hold it: whose it is, then the list and its filters. */
 const owned = (owner: string, scope: string) => `${owner}/${scope}`
 
@@ -68,10 +61,10 @@ export const listScopeOf = (cursorScope: string | undefined): string | undefined
 /**
  * The page a request asks of a list the project holds directly (its programs, changelog, events,
  * webhook endpoints), read by key: like pageRequest, and a cursor is valid in the project it was
- * issued in only. It holds the tag of the key it was given to; a cursor of another key is
- * accepted when that key is (or was) one of the same project's, as after a key rotation
- * mid-walk (one more statement then), and is otherwise a 400: another project's list. `scope`
- * is what the page's next_cursor is then encoded with.
+ * issued in only. It holds the tag of the key it was given to (cursorOwner); a cursor of another
+ * key is accepted when that key is (or was) one of the same project's, as after a key rotation
+ * mid-walk (one indexed lookup then), and is otherwise a 400: another project's list. `scope` is
+ * what the page's next_cursor is then encoded with.
  */
 export async function projectPageRequest(
   query: PageQuery,
@@ -80,13 +73,13 @@ export async function projectPageRequest(
   project: KeyScope,
   repos: AppContext['repos'],
 ): Promise<PageRequest & { scope: string }> {
-  const scope = owned(ownerTag(project.keyHash), listScope)
+  const scope = owned(cursorOwner(project.keyHash), listScope)
   if (query.cursor === undefined) return { ...pageAt(query, defaultLimit, undefined), scope }
   let position = decodeCursor(scope, query.cursor)
   const given = scopeOfCursor(query.cursor)
-  if (!position && given !== undefined && given !== scope && listScopeOf(given) === listScope) {
-    const owners = (await repos.projects.projectKeyHashes(project.keyHash)).map((hash) => owned(ownerTag(hash), listScope))
-    if (owners.includes(given)) position = decodeCursor(given, query.cursor)
+  const owner = given?.slice(0, given.indexOf('/'))
+  if (!position && given !== undefined && owned(owner!, listScope) === given && /^[0-9a-f]{16}$/.test(owner!)) {
+    if (await repos.projects.sameProjectOwner(project.keyHash, owner!)) position = decodeCursor(given, query.cursor)
   }
   return { ...pageAt(query, defaultLimit, position), scope }
 }

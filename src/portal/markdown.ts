@@ -33,29 +33,39 @@ const shownText = (tokens: readonly Token[]): string =>
  * A link with nothing to read in it (`[](https://x)`, `[![](shot.png)](https://x)`) has no
  * accessible name, which WCAG 2.4.4 and 4.1.2 require (the portal's pages are held to WCAG 2.1
  * AA, contract §13; found by an outside review with axe-core): it shows its address, or, around
- * an image, is named by it.
+ * an image, is named by it. One without an address either (`[]()`) is no link: what it holds
+ * stays, unlinked. Each paragraph's tokens are rebuilt once, however many such links it holds.
  */
 md.core.ruler.push('named_links', (state) => {
   for (const block of state.tokens) {
+    if (block.type !== 'inline' || !block.children?.some((token) => token.type === 'link_open')) continue
+    const rebuilt: Token[] = []
     const children = block.children
-    if (block.type !== 'inline' || !children) continue
     for (let open = 0; open < children.length; open++) {
-      if (children[open]!.type !== 'link_open') continue
+      const link = children[open]!
+      if (link.type !== 'link_open') {
+        rebuilt.push(link)
+        continue
+      }
       let close = open + 1
       while (close < children.length && children[close]!.type !== 'link_close') close++
       const inside = children.slice(open + 1, close)
-      if (shownText(inside).trim() !== '') continue
-      const link = children[open]!
       const address = md.normalizeLinkText(link.attrGet('href') ?? '')
-      if (inside.some((token) => token.type === 'image')) {
+      if (shownText(inside).trim() !== '') {
+        rebuilt.push(link, ...inside, ...children.slice(close, close + 1))
+      } else if (address.trim() === '') {
+        rebuilt.push(...inside)
+      } else if (inside.some((token) => token.type === 'image')) {
         link.attrSet('aria-label', address)
+        rebuilt.push(link, ...inside, ...children.slice(close, close + 1))
       } else {
         const text = new state.Token('text', '', 0)
         text.content = address
-        children.splice(close, 0, text)
+        rebuilt.push(link, ...inside, text, ...children.slice(close, close + 1))
       }
       open = close
     }
+    block.children = rebuilt
   }
 })
 

@@ -3,7 +3,7 @@ import { alias } from 'drizzle-orm/pg-core'
 import { newId } from '../../domain/ids.js'
 import { apiKeyPrefix, hashApiKey, newApiKey } from '../../domain/secrets.js'
 import type { Database } from '../client.js'
-import { api_key_deferred_uses, api_keys, projects } from '../schema.js'
+import { api_key_deferred_uses, api_keys, cursorOwnerOf, projects } from '../schema.js'
 import { descNullsLast } from './order.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { liveKey } from './scope.js'
@@ -190,18 +190,19 @@ export function projectsRepo(db: Database) {
     },
 
     /**
-     * The stored hashes of every key of the project the key with this hash belongs to, revoked
-     * and expired ones included (what a cursor given to another key of the project is checked
-     * against: handlers/pagination.ts); empty for an unknown key.
+     * Whether the cursor owner tag `owner` names a key (revoked and expired ones included) of the
+     * project of the key with this hash: what a cursor given to another key is checked against
+     * (handlers/pagination.ts). One indexed lookup, however many keys the project has had.
      */
-    async projectKeyHashes(keyHash: string): Promise<string[]> {
+    async sameProjectOwner(keyHash: string, owner: string): Promise<boolean> {
       const other = alias(api_keys, 'other')
-      const rows = await db
-        .select({ keyHash: other.key_hash })
-        .from(api_keys)
-        .innerJoin(other, eq(other.project_id, api_keys.project_id))
-        .where(eq(api_keys.key_hash, keyHash))
-      return rows.map((row) => row.keyHash)
+      const [row] = await db
+        .select({ id: other.id })
+        .from(other)
+        .innerJoin(api_keys, eq(api_keys.project_id, other.project_id))
+        .where(and(eq(cursorOwnerOf(other.key_hash), owner), eq(api_keys.key_hash, keyHash)))
+        .limit(1)
+      return row !== undefined
     },
 
     /**
