@@ -19,9 +19,12 @@ export interface Answer {
   body: string
 }
 
-/** Starts `app` listening on a free local port and returns a function that sends it requests. */
+/**
+ * Starts `app` listening on a free local port, unless it listens already (the app testApp() shares
+ * among a lane's files), and returns a function that sends it requests.
+ */
 export async function overHttp(app: FastifyInstance): Promise<(sent: SentRequest) => Promise<Answer>> {
-  await app.listen({ port: 0, host: '127.0.0.1' })
+  if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   return ({ method = 'GET', path, headers = {}, body }) =>
     new Promise((resolve, reject) => {
