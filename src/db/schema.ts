@@ -61,8 +61,9 @@ export const api_keys = pgTable(
     uniqueIndex('api_keys_key_hash_key').on(t.key_hash),
     // The project's keys, newest first; it also serves the foreign key's lookups.
     index('api_keys_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),
-    // Which key a cursor was given to (cursorOwnerOf).
-    index('api_keys_cursor_owner_idx').on(cursorOwnerOf(t.key_hash)),
+    // Which key a cursor was given to, and its project (cursorOwnerOf): one index answers
+    // projects.sameProjectOwner, with or without statistics.
+    index('api_keys_cursor_owner_idx').on(cursorOwnerOf(t.key_hash), t.project_id),
   ],
 )
 

@@ -34,7 +34,8 @@ const shownText = (tokens: readonly Token[]): string =>
  * accessible name, which WCAG 2.4.4 and 4.1.2 require (the portal's pages are held to WCAG 2.1
  * AA, contract §13; found by an outside review with axe-core): it shows its address, or, around
  * an image, is named by it. One without an address either (`[]()`) is no link: what it holds
- * stays, unlinked. Each paragraph's tokens are rebuilt once, however many such links it holds.
+ * stays, unlinked; so does a link inside a link's text. Each paragraph's tokens are rebuilt once,
+ * however many such links it holds.
  */
 md.core.ruler.push('named_links', (state) => {
   for (const block of state.tokens) {
@@ -47,9 +48,15 @@ md.core.ruler.push('named_links', (state) => {
         rebuilt.push(link)
         continue
       }
+      // Its own link_close: an autolink inside its text (`[<https://a>](https://b)`) nests another.
       let close = open + 1
-      while (close < children.length && children[close]!.type !== 'link_close') close++
-      const inside = children.slice(open + 1, close)
+      for (let depth = 0; close < children.length && !(children[close]!.type === 'link_close' && depth === 0); close++) {
+        if (children[close]!.type === 'link_open') depth++
+        else if (children[close]!.type === 'link_close') depth--
+      }
+      // HTML has no link inside a link (a browser splits them, the outer one left empty): the
+      // inner one's text stays, unlinked.
+      const inside = children.slice(open + 1, close).filter((token) => token.type !== 'link_open' && token.type !== 'link_close')
       const address = md.normalizeLinkText(link.attrGet('href') ?? '')
       if (shownText(inside).trim() !== '') {
         rebuilt.push(link, ...inside, ...children.slice(close, close + 1))

@@ -35,6 +35,12 @@ t.test('a link with nothing to read in it shows its address, or around an image 
   t.equal(await renderer.render('[read this](https://x.example) and [](mailto:team@x.example)'), '<p><a href="https://x.example">read this</a> and <a href="mailto:team@x.example">mailto:team@x.example</a></p>\n')
   t.equal(await renderer.render('before []() and [](<>) after'), '<p>before  and  after</p>\n', 'nothing to read and no address: no link')
   t.equal(await renderer.render('[![]()]()'), '<p><img src="" alt=""></p>\n', 'an image without an address keeps no link')
+  t.equal(await renderer.render('[<https://a.example>](https://b.example)'), '<p><a href="https://b.example">https://a.example</a></p>\n', 'no link inside a link: the inner one is its text')
+  t.equal(
+    await renderer.render('[![](s.png)<https://c.example>](https://d.example)'),
+    '<p><a href="https://d.example"><img src="s.png" alt="">https://c.example</a></p>\n',
+  )
+  t.equal(await renderer.render('[**&#32;**](https://x.example)'), '<p><a href="https://x.example"><strong> </strong>https://x.example</a></p>\n', 'emphasis of nothing is nothing to read')
 })
 
 t.test("one project's many bodies hold up another project's by one render, not by all of them", async (t) => {
@@ -162,28 +168,44 @@ t.test('the start-up backfill stops at a body it cannot render now, and renders 
   t.equal(await missing(), 0, 'a later start renders them')
 })
 
-t.test('migration 0018 forgets stored HTML with an unnamed link, and the backfill renders it again with a name', async (t) => {
+t.test('migration 0018 forgets the stored HTML of bodies that may hold a link, and the backfill renders them again, named', async (t) => {
   const { backfillBodyHtml } = await import('../../src/db/backfill.js')
   const { testDatabase } = await import('../helpers/db.js')
   const { sql } = await import('drizzle-orm')
   const { rowsOf } = await import('../../src/db/results.js')
   const { db } = await testDatabase()
   const { id: projectId } = await createProject()
-  // As bodies were rendered before links were named; and one whose links have text.
-  const stored = {
-    ch_unnamedlinkAAAAAAAAAAA: ['See [](https://x.example/a).', '<p>See <a href="https://x.example/a"></a>.</p>\n'],
-    ch_namedlinkAAAAAAAAAAAAA: ['See [the docs](https://x.example/a).', '<p>See <a href="https://x.example/a">the docs</a>.</p>\n'],
+  const { id: untouchedProject } = await createProject()
+  // As bodies were rendered before links were named.
+  const stored: Record<string, [string, string, string]> = {
+    ch_unnamedlinkAAAAAAAAAAA: [projectId, 'See [](https://x.example/a).', '<p>See <a href="https://x.example/a"></a>.</p>\n'],
+    ch_nestedlinkAAAAAAAAAAAA: [projectId, '[<https://a.example>](https://b.example)', '<p><a href="https://b.example"><a href="https://a.example">https://a.example</a></a></p>\n'],
+    ch_plaintextAAAAAAAAAAAAA: [untouchedProject, 'Plain text.', '<p>Plain text.</p>\n'],
   }
-  for (const [id, [body, html]] of Object.entries(stored)) {
-    await db.execute(sql`insert into changelog_entries (id, project_id, title, body, body_html) values (${id}, ${projectId}, 'Old', ${body}, ${html})`)
+  for (const [id, [project, body, html]] of Object.entries(stored)) {
+    await db.execute(sql`insert into changelog_entries (id, project_id, title, body, body_html) values (${id}, ${project}, 'Old', ${body}, ${html})`)
   }
+  const changedAt = async () =>
+    Object.fromEntries(rowsOf<{ id: string; at: string | null }>(await db.execute(sql`select id, public_changed_at::text as at from projects where id in (${projectId}, ${untouchedProject})`)).map((r) => [r.id, r.at]))
+  const before = await changedAt()
   const migration = readFileSync(new URL('../../drizzle/0018_cursor_owner.sql', import.meta.url), 'utf8')
   for (const statement of migration.split('--> statement-breakpoint').filter((s) => /^\s*(--.*\n\s*)*UPDATE/i.test(s))) await db.execute(sql.raw(statement))
   const html = async () =>
-    Object.fromEntries(rowsOf<{ id: string; body_html: string | null }>(await db.execute(sql`select id, body_html from changelog_entries where project_id = ${projectId}`)).map((r) => [r.id, r.body_html]))
-  t.same(await html(), { ch_unnamedlinkAAAAAAAAAAA: null, ch_namedlinkAAAAAAAAAAAAA: stored.ch_namedlinkAAAAAAAAAAAAA[1] }, 'only the unnamed link is forgotten')
+    Object.fromEntries(rowsOf<{ id: string; body_html: string | null }>(await db.execute(sql`select id, body_html from changelog_entries where project_id in (${projectId}, ${untouchedProject})`)).map((r) => [r.id, r.body_html]))
+  t.same(await html(), { ch_unnamedlinkAAAAAAAAAAA: null, ch_nestedlinkAAAAAAAAAAAA: null, ch_plaintextAAAAAAAAAAAAA: stored.ch_plaintextAAAAAAAAAAAAA![2] }, 'bodies without a link keep their HTML')
+  const after = await changedAt()
+  t.not(after[projectId], before[projectId], "the project's pages and feeds changed (Last-Modified moves)")
+  t.equal(after[untouchedProject], before[untouchedProject], 'a project without such bodies is untouched')
   const renderer = new MarkdownRenderer()
   t.teardown(() => renderer.close())
   await backfillBodyHtml(db, (source) => renderer.render(source))
-  t.equal((await html()).ch_unnamedlinkAAAAAAAAAAA, '<p>See <a href="https://x.example/a">https://x.example/a</a>.</p>\n', 'rendered again, named by its address')
+  t.same(
+    await html(),
+    {
+      ch_unnamedlinkAAAAAAAAAAA: '<p>See <a href="https://x.example/a">https://x.example/a</a>.</p>\n',
+      ch_nestedlinkAAAAAAAAAAAA: '<p><a href="https://b.example">https://a.example</a></p>\n',
+      ch_plaintextAAAAAAAAAAAAA: stored.ch_plaintextAAAAAAAAAAAAA![2],
+    },
+    'rendered again, each link named',
+  )
 })
