@@ -14,6 +14,17 @@ const stuckWorker = new URL('./fixtures/stuck-worker.ts', import.meta.url)
 /** Once the renderer has moved past its last render: it does so in microtasks, all run before the next turn of the event loop. */
 const idle = () => new Promise((resolve) => setImmediate(resolve))
 
+/** The backfill and the test database, imported by the tests that use them: the others here open no database. */
+async function withDatabase() {
+  const [{ backfillBodyHtml }, { testDatabase }, { sql }, { rowsOf }] = await Promise.all([
+    import('../../src/db/backfill.js'),
+    import('../helpers/db.js'),
+    import('drizzle-orm'),
+    import('../../src/db/results.js'),
+  ])
+  return { backfillBodyHtml, db: (await testDatabase()).db, sql, rowsOf }
+}
+
 t.test('bodies render in a worker, with the link allow-list and without raw HTML', async (t) => {
   const renderer = new MarkdownRenderer()
   t.teardown(() => renderer.close())
@@ -148,11 +159,7 @@ t.test('a worker that cannot start renders nothing: the body is stored without H
 })
 
 t.test('the start-up backfill stops at a body it cannot render now, and renders it at a start that can', async (t) => {
-  const { backfillBodyHtml } = await import('../../src/db/backfill.js')
-  const { testDatabase } = await import('../helpers/db.js')
-  const { sql } = await import('drizzle-orm')
-  const { rowsOf } = await import('../../src/db/results.js')
-  const { db } = await testDatabase()
+  const { backfillBodyHtml, db, sql, rowsOf } = await withDatabase()
   const { id: projectId } = await createProject()
   for (const n of [1, 2, 3]) {
     await db.execute(sql`insert into changelog_entries (id, project_id, title, body, body_html) values (${`ch_unrendered${n}AAAAAAAAAA`}, ${projectId}, 'Waiting', ${`# Body ${n}`}, null)`)
@@ -169,11 +176,7 @@ t.test('the start-up backfill stops at a body it cannot render now, and renders 
 })
 
 t.test('migration 0018 forgets the stored HTML of bodies that may hold a link, and the backfill renders them again, named', async (t) => {
-  const { backfillBodyHtml } = await import('../../src/db/backfill.js')
-  const { testDatabase } = await import('../helpers/db.js')
-  const { sql } = await import('drizzle-orm')
-  const { rowsOf } = await import('../../src/db/results.js')
-  const { db } = await testDatabase()
+  const { backfillBodyHtml, db, sql, rowsOf } = await withDatabase()
   const { id: projectId } = await createProject()
   const { id: untouchedProject } = await createProject()
   // As bodies were rendered before links were named.
