@@ -4,7 +4,7 @@
 // version wrote during a deploy. It runs under the migration lock (client.ts), so instances
 // starting together do not render the same rows twice; even without it, each write below only
 // fills an HTML that is still missing, for the body it was rendered from.
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import type { Database } from './client.js'
 import { rowsOf } from './results.js'
 
@@ -22,10 +22,11 @@ interface Pending {
 
 
 /**
- * One table's rows without HTML, by a key of `columns`, in order and in batches. Stops at the
+ * One table's rows without HTML, by a key of `columns`, in order and in batches; `projectOf` names
+ * a row's project (as `t`), whose public_changed_at each batch moves. Stops at the
  * first body that cannot be rendered now (no worker could start): the rest wait for a later start.
  */
-async function fill(db: Database, table: string, columns: string[], render: Render): Promise<{ filled: number; stopped: boolean }> {
+async function fill(db: Database, table: string, columns: string[], projectOf: SQL, render: Render): Promise<{ filled: number; stopped: boolean }> {
   const keyList = sql.raw(columns.map((c) => `"${c}"`).join(', '))
   let after: string[] | undefined
   let filled = 0
@@ -53,10 +54,15 @@ async function fill(db: Database, table: string, columns: string[], render: Rend
       // Only where the HTML is still missing and the body is the one rendered: a row written in
       // the meantime keeps what its writer stored.
       const matches = sql.join(columns.map((c) => sql`t.${sql.identifier(c)} = v.${sql.identifier(c)}`), sql` and `)
+      // What the project's pages and feeds show changed with it: their Last-Modified moves.
       await db.execute(sql`
-        update ${sql.identifier(table)} t set body_html = v.html
-        from (values ${sql.join(values, sql`, `)}) as v(${keyList}, digest, html)
-        where ${matches} and t.body_html is null and md5(t.body) = v.digest`)
+        with filled as (
+          update ${sql.identifier(table)} t set body_html = v.html
+          from (values ${sql.join(values, sql`, `)}) as v(${keyList}, digest, html)
+          where ${matches} and t.body_html is null and md5(t.body) = v.digest
+          returning ${projectOf} as project_id
+        )
+        update projects set public_changed_at = now() where id in (select project_id from filled)`)
       filled += values.length
     }
     if (stopped) return { filled, stopped }
@@ -66,7 +72,8 @@ async function fill(db: Database, table: string, columns: string[], render: Rend
 
 /** Renders the bodies of entries and translations that have no HTML yet; returns how many it rendered. */
 export async function backfillBodyHtml(db: Database, render: Render): Promise<number> {
-  const entries = await fill(db, 'changelog_entries', ['id'], render)
+  const entries = await fill(db, 'changelog_entries', ['id'], sql`t.project_id`, render)
   if (entries.stopped) return entries.filled
-  return entries.filled + (await fill(db, 'changelog_translations', ['entry_id', 'locale_key'], render)).filled
+  const ofEntry = sql`(select e.project_id from changelog_entries e where e.id = t.entry_id)`
+  return entries.filled + (await fill(db, 'changelog_translations', ['entry_id', 'locale_key'], ofEntry, render)).filled
 }

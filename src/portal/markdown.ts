@@ -25,15 +25,26 @@ md.validateLink = (url: string): boolean => {
   return !/^[^/?#]*:/.test(url)
 }
 
+/**
+ * An image's alt text as markdown-it writes it (renderInlineAsText): its text and its images'
+ * alt text, without code, which it leaves out.
+ */
+const altText = (tokens: readonly Token[]): string =>
+  tokens.map((token) => (token.type === 'image' ? altText(token.children ?? []) : token.type === 'text' ? token.content : '')).join('')
+
 /** The text a reader (or a screen reader) meets in inline tokens: text, code, and images' alt text. */
 const shownText = (tokens: readonly Token[]): string =>
-  tokens.map((token) => (token.type === 'image' ? shownText(token.children ?? []) : token.type === 'text' || token.type === 'code_inline' ? token.content : '')).join('')
+  tokens.map((token) => (token.type === 'image' ? altText(token.children ?? []) : token.type === 'text' || token.type === 'code_inline' ? token.content : '')).join('')
+
+/** Nothing to read: white space, and characters that show nothing (U+200B, a soft hyphen, U+2800...). */
+const NOTHING_TO_READ = /^[\s\p{Default_Ignorable_Code_Point}\u2800\u3164]*$/u
 
 /**
  * A link with nothing to read in it (`[](https://x)`, `[![](shot.png)](https://x)`) has no
  * accessible name, which WCAG 2.4.4 and 4.1.2 require (the portal's pages are held to WCAG 2.1
  * AA, contract §13; found by an outside review with axe-core): it shows its address, or, around
- * an image, is named by it. One without an address either (`[]()`) is no link: what it holds
+ * an image, is named by it. Invisible characters (U+200B, a soft hyphen) are nothing to read.
+ * One without an address that shows anything (`[text]()`, `[]()`) is no link: what it holds
  * stays, unlinked; so does a link inside a link's text. Each paragraph's tokens are rebuilt once,
  * however many such links it holds.
  */
@@ -58,10 +69,11 @@ md.core.ruler.push('named_links', (state) => {
       // inner one's text stays, unlinked.
       const inside = children.slice(open + 1, close).filter((token) => token.type !== 'link_open' && token.type !== 'link_close')
       const address = md.normalizeLinkText(link.attrGet('href') ?? '')
-      if (shownText(inside).trim() !== '') {
+      if (NOTHING_TO_READ.test(address)) {
+        // No link around it: a link inside it stays one (`[<https://a>]()`).
+        rebuilt.push(...children.slice(open + 1, close))
+      } else if (!NOTHING_TO_READ.test(shownText(inside))) {
         rebuilt.push(link, ...inside, ...children.slice(close, close + 1))
-      } else if (address.trim() === '') {
-        rebuilt.push(...inside)
       } else if (inside.some((token) => token.type === 'image')) {
         link.attrSet('aria-label', address)
         rebuilt.push(link, ...inside, ...children.slice(close, close + 1))

@@ -52,6 +52,11 @@ t.test('a link with nothing to read in it shows its address, or around an image 
     '<p><a href="https://d.example"><img src="s.png" alt="">https://c.example</a></p>\n',
   )
   t.equal(await renderer.render('[**&#32;**](https://x.example)'), '<p><a href="https://x.example"><strong> </strong>https://x.example</a></p>\n', 'emphasis of nothing is nothing to read')
+  // Found by a review: code in an image's alt text is not written into alt; invisible characters show nothing.
+  t.equal(await renderer.render('[![`c`](s.png)](https://x.example)'), '<p><a href="https://x.example" aria-label="https://x.example"><img src="s.png" alt=""></a></p>\n')
+  t.equal(await renderer.render('[\u200b](https://x.example)'), '<p><a href="https://x.example">\u200bhttps://x.example</a></p>\n', 'a zero-width space is nothing to read')
+  t.equal(await renderer.render('[&shy;](%E2%80%8B)'), '<p>\u00ad</p>\n', 'nor an address that is one')
+  t.equal(await renderer.render('[text]() and [<https://a.example>]()'), '<p>text and <a href="https://a.example">https://a.example</a></p>\n', 'no address: no link around it')
 })
 
 t.test("one project's many bodies hold up another project's by one render, not by all of them", async (t) => {
@@ -175,7 +180,7 @@ t.test('the start-up backfill stops at a body it cannot render now, and renders 
   t.equal(await missing(), 0, 'a later start renders them')
 })
 
-t.test('migration 0018 forgets the stored HTML of bodies that may hold a link, and the backfill renders them again, named', async (t) => {
+t.test('migration 0018 forgets stored HTML with an unnamed or nested link, and the backfill renders it again, named', async (t) => {
   const { backfillBodyHtml, db, sql, rowsOf } = await withDatabase()
   const { id: projectId } = await createProject()
   const { id: untouchedProject } = await createProject()
@@ -184,6 +189,8 @@ t.test('migration 0018 forgets the stored HTML of bodies that may hold a link, a
     ch_unnamedlinkAAAAAAAAAAA: [projectId, 'See [](https://x.example/a).', '<p>See <a href="https://x.example/a"></a>.</p>\n'],
     ch_nestedlinkAAAAAAAAAAAA: [projectId, '[<https://a.example>](https://b.example)', '<p><a href="https://b.example"><a href="https://a.example">https://a.example</a></a></p>\n'],
     ch_plaintextAAAAAAAAAAAAA: [untouchedProject, 'Plain text.', '<p>Plain text.</p>\n'],
+    ch_namedlinkAAAAAAAAAAAAA: [untouchedProject, 'See [the docs](https://x.example/d).', '<p>See <a href="https://x.example/d">the docs</a>.</p>\n'],
+    ch_breaklinkAAAAAAAAAAAAA: [projectId, '[**&#32;**\\\n](https://x.example/b)', '<p><a href="https://x.example/b"><strong> </strong><br>\n</a></p>\n'],
   }
   for (const [id, [project, body, html]] of Object.entries(stored)) {
     await db.execute(sql`insert into changelog_entries (id, project_id, title, body, body_html) values (${id}, ${project}, 'Old', ${body}, ${html})`)
@@ -195,19 +202,31 @@ t.test('migration 0018 forgets the stored HTML of bodies that may hold a link, a
   for (const statement of migration.split('--> statement-breakpoint').filter((s) => /^\s*(--.*\n\s*)*UPDATE/i.test(s))) await db.execute(sql.raw(statement))
   const html = async () =>
     Object.fromEntries(rowsOf<{ id: string; body_html: string | null }>(await db.execute(sql`select id, body_html from changelog_entries where project_id in (${projectId}, ${untouchedProject})`)).map((r) => [r.id, r.body_html]))
-  t.same(await html(), { ch_unnamedlinkAAAAAAAAAAA: null, ch_nestedlinkAAAAAAAAAAAA: null, ch_plaintextAAAAAAAAAAAAA: stored.ch_plaintextAAAAAAAAAAAAA![2] }, 'bodies without a link keep their HTML')
-  const after = await changedAt()
-  t.not(after[projectId], before[projectId], "the project's pages and feeds changed (Last-Modified moves)")
-  t.equal(after[untouchedProject], before[untouchedProject], 'a project without such bodies is untouched')
+  t.same(
+    await html(),
+    {
+      ch_unnamedlinkAAAAAAAAAAA: null,
+      ch_nestedlinkAAAAAAAAAAAA: null,
+      ch_breaklinkAAAAAAAAAAAAA: null,
+      ch_plaintextAAAAAAAAAAAAA: stored.ch_plaintextAAAAAAAAAAAAA![2],
+      ch_namedlinkAAAAAAAAAAAAA: stored.ch_namedlinkAAAAAAAAAAAAA![2],
+    },
+    'HTML without such a link is kept',
+  )
   const renderer = new MarkdownRenderer()
   t.teardown(() => renderer.close())
   await backfillBodyHtml(db, (source) => renderer.render(source))
+  const after = await changedAt()
+  t.not(after[projectId], before[projectId], "rendered again, the project's pages and feeds changed (Last-Modified moves)")
+  t.equal(after[untouchedProject], before[untouchedProject], 'a project without such bodies is untouched')
   t.same(
     await html(),
     {
       ch_unnamedlinkAAAAAAAAAAA: '<p>See <a href="https://x.example/a">https://x.example/a</a>.</p>\n',
       ch_nestedlinkAAAAAAAAAAAA: '<p><a href="https://b.example">https://a.example</a></p>\n',
+      ch_breaklinkAAAAAAAAAAAAA: '<p><a href="https://x.example/b"><strong> </strong><br>\nhttps://x.example/b</a></p>\n',
       ch_plaintextAAAAAAAAAAAAA: stored.ch_plaintextAAAAAAAAAAAAA![2],
+      ch_namedlinkAAAAAAAAAAAAA: stored.ch_namedlinkAAAAAAAAAAAAA![2],
     },
     'rendered again, each link named',
   )
