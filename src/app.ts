@@ -59,10 +59,9 @@ function refuseBadHeaders(request: FastifyRequest & { [HEADERS_CHECKED]?: true }
 
 /**
  * A preParsing hook, after the guard's: the headers' own rules, then a body in a coding the server
- * does not read (a 415); then a client that asked whether
- * to send its body (Expect: 100-continue) is told to now that nothing will refuse it unread
- * (found by an attacker review: Node said 100 Continue at once, to requests then answered 401 or
- * 413).
+ * does not read (a 415); then a client that asked whether to send its body (Expect: 100-continue)
+ * is told to now that nothing will refuse it unread (found by an attacker review: Node said 100
+ * Continue at once, to requests then answered 401 or 413).
  */
 async function refuseBeforeTheBody(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   refuseBadHeaders(request)

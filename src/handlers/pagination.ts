@@ -36,14 +36,13 @@ export function pageRequest(query: PageQuery, defaultLimit: number, scope: strin
   return pageAt(query, defaultLimit, query.cursor === undefined ? undefined : decodeCursor(scope, query.cursor))
 }
 
-const notThisListsCursor = () =>
-  invalidField('query', '/cursor', "is not a cursor of this list: send the previous page's pagination.next_cursor, with the same filters")
-
 function pageAt(query: PageQuery, defaultLimit: number, position: ReturnType<typeof decodeCursor>): PageRequest {
   const limit = query.limit ?? defaultLimit
   if (query.cursor === undefined) return { limit, offset: query.offset ?? 0 }
   if (query.offset !== undefined) throw invalidField('query', '/offset', 'cannot be combined with cursor: the cursor already says where the page starts')
-  if (!position) throw notThisListsCursor()
+  if (!position) {
+    throw invalidField('query', '/cursor', "is not a cursor of this list: send the previous page's pagination.next_cursor, with the same filters")
+  }
   // Only a forged cursor gets here (no list holds two billion rows): refused rather than echoed,
   // so that neither this page's offset nor its next_cursor's can pass the spec's bound.
   if (position.offset + limit > MAX_OFFSET) {
@@ -76,10 +75,11 @@ export async function projectPageRequest(
   const scope = owned(cursorOwner(project.keyHash), listScope)
   if (query.cursor === undefined) return { ...pageAt(query, defaultLimit, undefined), scope }
   let position = decodeCursor(scope, query.cursor)
+  // Another key's cursor of this list: its owner is looked up only when it is a well-formed tag.
   const given = scopeOfCursor(query.cursor)
-  const owner = given?.slice(0, given.indexOf('/'))
-  if (!position && given !== undefined && owned(owner!, listScope) === given && /^[0-9a-f]{16}$/.test(owner!)) {
-    if (await repos.projects.sameProjectOwner(project.keyHash, owner!)) position = decodeCursor(given, query.cursor)
+  const owner = given?.split('/', 1)[0] ?? ''
+  if (!position && /^[0-9a-f]{16}$/.test(owner) && given === owned(owner, listScope) && (await repos.projects.sameProjectOwner(project.keyHash, owner))) {
+    position = decodeCursor(given, query.cursor)
   }
   return { ...pageAt(query, defaultLimit, position), scope }
 }

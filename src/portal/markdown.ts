@@ -26,15 +26,13 @@ md.validateLink = (url: string): boolean => {
 }
 
 /**
- * An image's alt text as markdown-it writes it (renderInlineAsText): its text and its images'
- * alt text, without code, which it leaves out.
+ * The text a reader (or a screen reader) meets in inline tokens: text, code, and images' alt
+ * text, which markdown-it writes without code (renderInlineAsText).
  */
-const altText = (tokens: readonly Token[]): string =>
-  tokens.map((token) => (token.type === 'image' ? altText(token.children ?? []) : token.type === 'text' ? token.content : '')).join('')
-
-/** The text a reader (or a screen reader) meets in inline tokens: text, code, and images' alt text. */
-const shownText = (tokens: readonly Token[]): string =>
-  tokens.map((token) => (token.type === 'image' ? altText(token.children ?? []) : token.type === 'text' || token.type === 'code_inline' ? token.content : '')).join('')
+const shownText = (tokens: readonly Token[], code = true): string =>
+  tokens
+    .map((token) => (token.type === 'image' ? shownText(token.children ?? [], false) : token.type === 'text' || (code && token.type === 'code_inline') ? token.content : ''))
+    .join('')
 
 /** Nothing to read: white space, and characters that show nothing (U+200B, a soft hyphen, U+2800...). */
 const NOTHING_TO_READ = /^[\s\p{Default_Ignorable_Code_Point}\u2800\u3164]*$/u
@@ -69,18 +67,19 @@ md.core.ruler.push('named_links', (state) => {
       // inner one's text stays, unlinked.
       const inside = children.slice(open + 1, close).filter((token) => token.type !== 'link_open' && token.type !== 'link_close')
       const address = md.normalizeLinkText(link.attrGet('href') ?? '')
+      const end = children.slice(close, close + 1)
       if (NOTHING_TO_READ.test(address)) {
         // No link around it: a link inside it stays one (`[<https://a>]()`).
         rebuilt.push(...children.slice(open + 1, close))
       } else if (!NOTHING_TO_READ.test(shownText(inside))) {
-        rebuilt.push(link, ...inside, ...children.slice(close, close + 1))
+        rebuilt.push(link, ...inside, ...end)
       } else if (inside.some((token) => token.type === 'image')) {
         link.attrSet('aria-label', address)
-        rebuilt.push(link, ...inside, ...children.slice(close, close + 1))
+        rebuilt.push(link, ...inside, ...end)
       } else {
         const text = new state.Token('text', '', 0)
         text.content = address
-        rebuilt.push(link, ...inside, text, ...children.slice(close, close + 1))
+        rebuilt.push(link, ...inside, text, ...end)
       }
       open = close
     }
