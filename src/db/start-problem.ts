@@ -1,6 +1,6 @@
 // What the server and the admin CLI say when the database refuses them at start-up: one line
 // the operator can act on, instead of the driver's stack trace.
-import { isUnavailable } from '../http/errors.js'
+import { unavailableCause } from '../http/errors.js'
 import { findCause } from './results.js'
 
 const SQLSTATE = /^[0-9A-Z]{5}$/
@@ -10,6 +10,8 @@ function postgresError(error: unknown): { code: string; message: string } | unde
   const sent = findCause(error, ({ code, severity }) => typeof severity === 'string' && typeof code === 'string' && SQLSTATE.test(code))
   return sent && { code: sent.code as string, message: String(sent.message) }
 }
+
+const firstLine = (message: unknown) => String(message).split('\n', 1)[0]
 
 /** Hints for the SQLSTATEs an operator meets when DATABASE_URL names the wrong thing. */
 const HINTS: [RegExp, string][] = [
@@ -25,8 +27,10 @@ const HINTS: [RegExp, string][] = [
 export function databaseStartProblem(error: unknown, database: string): string | undefined {
   if (!(error instanceof Error)) return undefined
   const refusal = postgresError(error)
-  if (!refusal && isUnavailable(error)) return `${database} cannot be reached (${error.message}): start it, or set DATABASE_URL to a database that answers.`
+  // The cause's own message: a wrapper's (Drizzle's "Failed query: ...") holds the statement and its parameters.
+  const unreachable = refusal ? undefined : unavailableCause(error)
+  if (unreachable) return `${database} cannot be reached (${firstLine(unreachable.message)}): start it, or set DATABASE_URL to a database that answers.`
   if (!refusal) return undefined
   const hint = HINTS.find(([pattern]) => pattern.test(refusal.code))?.[1]
-  return `${database} refused the start: ${refusal.message} (SQLSTATE ${refusal.code})${hint ? `: ${hint}.` : '.'}`
+  return `${database} refused the start: ${firstLine(refusal.message)} (SQLSTATE ${refusal.code})${hint ? `: ${hint}.` : '.'}`
 }

@@ -6,7 +6,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from '../../generated/api.js'
 import { fieldErrors, MAX_FIELD_ERRORS, type AjvError } from './field-messages.js'
 import type { BusyReason } from './metrics.js'
-import { someCause } from '../db/results.js'
+import { findCause } from '../db/results.js'
 
 /** The largest request body, in bytes (contract §1: 1 MiB; 413 beyond). */
 export const BODY_LIMIT = 1024 * 1024
@@ -102,14 +102,17 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|57014|53300)/
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
 
-export function isUnavailable(error: unknown): boolean {
-  return someCause(
+/** The error, or the cause it wraps, that says the database is out of reach (a lost connection, a shutdown, a timeout). */
+export function unavailableCause(error: unknown): { code?: unknown; message?: unknown } | undefined {
+  return findCause(
     error,
     (e) =>
       (typeof e.code === 'string' && (UNAVAILABLE_ERRNO.has(e.code) || UNAVAILABLE_SQLSTATE.test(e.code))) ||
       (e instanceof Error && /PGlite is closed/.test(e.message)),
   )
 }
+
+export const isUnavailable = (error: unknown): boolean => unavailableCause(error) !== undefined
 
 export const PART: Record<string, FieldError['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
 

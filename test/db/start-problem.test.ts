@@ -25,3 +25,13 @@ t.test('an unreachable database is said so; an error of this machine (EPERM) is 
   t.equal(databaseStartProblem(refused, WHERE), `${WHERE} cannot be reached (connect ECONNREFUSED 127.0.0.1:5999): start it, or set DATABASE_URL to a database that answers.`)
   t.equal(databaseStartProblem(Object.assign(new Error("EPERM: operation not permitted, mkdir '/sys/x'"), { code: 'EPERM' }), WHERE), undefined)
 })
+
+t.test("an unreachable database's line names the connection's error, never the statement or its parameters", async (t) => {
+  // Drizzle's wrapper says "Failed query: <sql>\nparams: <values>": a backfill's values are
+  // bodies, drafts among them, and the line was several (found by a review).
+  const closed = Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' })
+  const wrapped = new DrizzleQueryError('update "changelog_entries" set "body_html" = $1\nwhere "id" = $2', ['<p>secret draft</p>', 'ch_1'], closed)
+  t.equal(databaseStartProblem(wrapped, WHERE), `${WHERE} cannot be reached (write CONNECTION_CLOSED 127.0.0.1:5432): start it, or set DATABASE_URL to a database that answers.`)
+  const multiline = new DrizzleQueryError('select 1', [], refusal('28P01', 'password authentication failed for user "app"\nDETAIL: more'))
+  t.equal(databaseStartProblem(multiline, WHERE), `${WHERE} refused the start: password authentication failed for user "app" (SQLSTATE 28P01): check the user and password in DATABASE_URL.`)
+})
