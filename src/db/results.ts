@@ -6,10 +6,9 @@ export function rowsOf<T>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[]
 }
 
-/** The SQLSTATE (or the driver's own code) of a database error, Drizzle's wrapper or not. */
+/** The SQLSTATE (or the driver's own code) of a database error: the first code among its causes, as isUnavailable reads them. */
 export function sqlState(error: unknown): string | undefined {
-  const e = error as { code?: string; cause?: { code?: string } } | undefined
-  return e?.cause?.code ?? e?.code
+  return findCause(error, (e) => typeof e.code === 'string')?.code as string | undefined
 }
 
 type Cause = { code?: unknown; message?: unknown; severity?: unknown }

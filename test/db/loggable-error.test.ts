@@ -2,7 +2,7 @@
 // query or its parameters (house-style: a Drizzle error's message holds both).
 import { DrizzleQueryError } from 'drizzle-orm/errors'
 import t from 'tap'
-import { loggableError } from '../../src/db/results.js'
+import { loggableError, sqlState } from '../../src/db/results.js'
 
 t.test('a failed query is logged by its type, its SQLSTATE and the driver message, without the query or its parameters', async (t) => {
   const secret = 'whsec_c2VjcmV0IHRoYXQgbXVzdCBub3QgYmUgbG9nZ2Vk'
@@ -21,4 +21,15 @@ t.test('a failed query is logged by its type, its SQLSTATE and the driver messag
 t.test('an error of our own is logged whole', async (t) => {
   const error = new TypeError("Cannot read properties of undefined (reading 'id')")
   t.match(loggableError(error), { type: 'TypeError', cause_type: 'TypeError', message: error.message, stack: /TypeError/ })
+})
+
+t.test('the SQLSTATE logged is the one the 503 was decided by, however deep the wrapping', async (t) => {
+  // A transaction's error wraps the statement's, which wraps the driver's: the code was read one
+  // level deep only, and logged as missing where isUnavailable had found 57P01 (found by a review).
+  const driver = Object.assign(new Error('terminating connection due to administrator command'), { name: 'PostgresError', code: '57P01' })
+  const twice = new Error('the transaction failed', { cause: new DrizzleQueryError('select 1', [], driver) })
+  t.equal(sqlState(twice), '57P01')
+  t.equal(sqlState(new DrizzleQueryError('select 1', [], driver)), '57P01')
+  t.equal(sqlState(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })), 'ECONNREFUSED')
+  t.equal(sqlState(new Error('no code')), undefined)
 })
