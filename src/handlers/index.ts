@@ -23,6 +23,18 @@ import * as webhooks from './webhooks.js'
 export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[]
 
 const modules = { ...admin, ...programs, ...testers, ...changelog, ...feedback, ...metrics, ...ops, ...portalBeta, ...portalChangelog, ...webhooks, ...events }
+
+/**
+ * Throws when two modules export one name: `modules` would keep the last one's, and a helper
+ * named like an operationId elsewhere would silently replace that operation's handler.
+ */
+export function exportedOnce(modules: readonly object[]): void {
+  const seen = new Set<string>()
+  const twice = new Set<string>()
+  for (const module of modules) for (const name of Object.keys(module)) (seen.has(name) ? twice : seen).add(name)
+  if (twice.size) throw new Error(`more than one module of src/handlers exports ${[...twice].join(', ')}: give each export one name`)
+}
+exportedOnce([admin, programs, testers, changelog, feedback, metrics, ops, portalBeta, portalChangelog, webhooks, events])
 const pending = Object.fromEntries(NOT_IMPLEMENTED.map((id: OperationId) => [id, notImplemented(id)])) as {
   [K in (typeof NOT_IMPLEMENTED)[number]]: Handler<K>
 }

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
 import { routes } from '../../generated/routes.js'
-import { handlerRegistry, handlers, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
+import { exportedOnce, handlerRegistry, handlers, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
 import { isNotImplemented } from '../../src/handlers/not-implemented.js'
 import { PLUGIN_OPERATIONS } from '../../src/http/types.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
@@ -57,6 +57,11 @@ t.test('the registry takes each handler by its operationId, and names an operati
   t.equal(handlerRegistry({ ...handlers, helper: () => {} }).getHealth, getHealth, 'exports that are no operation are left out')
   t.notOk('helper' in handlerRegistry({ ...handlers, helper: () => {} }))
   t.throws(() => handlerRegistry(others), /openapi\.yaml has getHealth, and no module of src\/handlers exports a handler of that name: write it, or list it in NOT_IMPLEMENTED/)
+})
+
+t.test('a name exported by two handler modules stops the start: one would replace the other', async (t) => {
+  t.throws(() => exportedOnce([{ getHealth: () => {}, record: () => {} }, { getHealth: () => {} }]), /more than one module of src\/handlers exports getHealth: give each export one name/)
+  t.doesNotThrow(() => exportedOnce([{ getHealth: () => {} }, { listEvents: () => {} }]))
 })
 
 t.test('operations not built yet are exactly the listed ones, and answer 501 problem+json', async (t) => {

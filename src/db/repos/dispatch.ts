@@ -421,4 +421,3 @@ export function dispatchRepo(db: Database) {
   }
 }
 
-export type DispatchRepo = ReturnType<typeof dispatchRepo>
