@@ -151,7 +151,8 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, no
 
   // Each a store of its own (in Redis, keys of their own), so neither can crowd the other. In
   // Redis their keys read feedback-rl:undefinedundefined-…: the plugin names a store made this
-  // way after a route it does not have.
+  // way after a route it does not have. package.json pins the plugin exactly: another naming
+  // would start every budget in Redis afresh, once, on the upgrade.
   const keyLimit = app.createRateLimit({ max: config.rateLimitPerMinute, timeWindow: WINDOW_MS, allowList: [], keyGenerator: (request) => `key:${request.credential!.keyHash}` })
   const failureLimit = app.createRateLimit({ max: config.authFailuresPerMinute, timeWindow: WINDOW_MS, allowList: [], keyGenerator: (request) => `auth-failures:${clientAddress(request)}` })
 

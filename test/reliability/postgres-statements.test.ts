@@ -29,6 +29,22 @@ t.test('a client prepares at most its limit of distinct texts; the others run un
   )
 })
 
+t.test("with prepare on, Drizzle's statements are named, in transactions too (what prepared.ts relies on Drizzle to call)", async (t) => {
+  // prepared.ts wraps the client's unsafe() and begin(), which Drizzle's postgres-js session calls
+  // today: a release that calls the driver another way would drop every named statement.
+  const database = await openDatabase({ databaseUrl: url, poolSize: 1, prepare: true })
+  t.teardown(() => database.close())
+  await database.db.execute(sql`select ${1}::int as outside`)
+  await database.db.transaction(async (tx) => {
+    await tx.execute(sql`select ${2}::int as inside`)
+  })
+  const named = rowsOf<{ statement: string }>(await database.db.execute(sql.raw("select statement from pg_prepared_statements where statement like 'select $1::int as %' order by statement")))
+  t.same(
+    named.map((row) => row.statement),
+    ['select $1::int as inside', 'select $1::int as outside'],
+  )
+})
+
 t.test('with prepare off (DB_PREPARE=false) no statement is named', async (t) => {
   const database = await openDatabase({ databaseUrl: url, poolSize: 1, prepare: false })
   t.teardown(() => database.close())
