@@ -15,7 +15,7 @@ export interface Config {
   readonly databaseUrl: string | undefined
   readonly dataDir: string
   readonly dbPoolSize: number
-  /** Seconds postgres.js waits for a connection before the request answers 503. */
+  /** Seconds a connection may take to open (the connect gate, gate.ts, ends it) before the request answers 503. */
   readonly dbConnectTimeout: number
   /** Milliseconds any one PostgreSQL statement may run before it is cancelled (503). */
   readonly dbStatementTimeoutMs: number

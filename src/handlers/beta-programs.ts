@@ -40,7 +40,7 @@ const deadline = (value: string | null) => (value === null ? null : new Date(val
 
 export const createBetaProgram: Handler<'createBetaProgram'> = async ({ body, principal }, { repos }) => {
   const name = body.name.trim()
-  // The schema's defaults are documentation only: bodies are validated as sent, so they are applied here.
+  // A request schema has no `default` (bodies are validated as sent): the defaults its descriptions give are applied here.
   const fields: ProgramFields = {
     name,
     version: body.version ?? null,

@@ -1,4 +1,5 @@
-// Row → API record mappers. They only format timestamps and spell out nulls.
+// Row → API record mappers. They format timestamps, spell out nulls and fill in the version an
+// entry without one shows (DEFAULT_VERSION).
 import type { components } from '../../generated/api.js'
 import type { EntryView } from '../db/repos/changelog.js'
 import type { ApiKeyRow, ProjectRow } from '../db/repos/projects.js'

@@ -83,7 +83,7 @@ const currentSecret: SecretSource = {
 }
 
 export const createWebhookEndpoint: Handler<'createWebhookEndpoint'> = holdsSecret(async ({ body, principal }, { repos, config }) => {
-  // The schema's defaults are documentation only: bodies are validated as sent, so they are applied here.
+  // A request schema has no `default` (bodies are validated as sent): the defaults its descriptions give are applied here.
   const fields = {
     url: endpointUrl(body.url, config),
     events: subscription(body.events),
