@@ -2,10 +2,11 @@
 // a future date is scheduled, a past one is published. `status` in a request body is an
 // instruction that sets that date; it is never stored.
 
-export type ChangelogStatus = 'draft' | 'scheduled' | 'published'
+/** An entry's publishing state; the requested one, in a body. */
+export type PublishingState = 'draft' | 'scheduled' | 'published'
 
 export interface PublishingInput {
-  status?: ChangelogStatus
+  status?: PublishingState
   /** An RFC 3339 timestamp with a zone, already checked by the schema. */
   published_at?: string
 }
@@ -21,8 +22,7 @@ export type PublishingDecision =
   | { ok: true; published_at?: PublishedAt }
   | { ok: false; path: '/published_at'; message: string }
 
-export type PublishingState = 'draft' | 'scheduled' | 'published'
-
+/** The state at `now`; the SQL twin that lists and reads select is `status` in db/repos/changelog.ts. */
 export function publishingState(publishedAt: Date | null, now: Date): PublishingState {
   if (publishedAt === null) return 'draft'
   return publishedAt.getTime() > now.getTime() ? 'scheduled' : 'published'

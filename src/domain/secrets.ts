@@ -13,7 +13,8 @@ export const hashApiKey = (key: string): string => hash('sha256', key, 'hex')
 /** What an operator sees to tell keys apart: `fbk_` and the next four characters. */
 export const apiKeyPrefix = (key: string): string => key.slice(0, 8)
 
-export const newTesterToken = (): string => nanoid(32)
+export const TESTER_TOKEN_LENGTH = 32
+export const newTesterToken = (): string => nanoid(TESTER_TOKEN_LENGTH)
 
 /**
  * A webhook endpoint's signing secret: `whsec_` and the base64 of 32 random bytes, the form the

@@ -2,6 +2,8 @@
 // `slug-2`, ... is found by the repository (db/repos/programs.ts), against the unique index.
 
 export const SLUG_MAX_LENGTH = 60
+/** A slug with the suffix that makes it free (`-2` to `-999999999`, db/repos/programs.ts): openapi.yaml's maxLength. */
+export const SLUG_MAX_WITH_SUFFIX = SLUG_MAX_LENGTH + 10
 export const FALLBACK_SLUG = 'program'
 
 const WORD_CHAR = /[a-z0-9]/

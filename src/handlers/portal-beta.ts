@@ -5,6 +5,8 @@
 import type { Invitation, PortalProgram } from '../db/repos/portal.js'
 import { normaliseEmail } from '../domain/email.js'
 import { isId } from '../domain/ids.js'
+import { TESTER_TOKEN_LENGTH } from '../domain/secrets.js'
+import { SLUG_MAX_WITH_SUFFIX } from '../domain/slug.js'
 import {
   FEEDBACK_MAX,
   PAGE_HEADERS,
@@ -23,7 +25,8 @@ import { joinPath, publicLink } from '../portal/links.js'
 import { testerRecord } from './beta-testers.js'
 import { feedbackRecord } from './feedback.js'
 
-const TOKEN = /^[A-Za-z0-9_-]{32}$/
+const TOKEN = new RegExp(`^[A-Za-z0-9_-]{${TESTER_TOKEN_LENGTH}}$`)
+const SLUG = new RegExp(`^[a-z0-9-]{1,${SLUG_MAX_WITH_SUFFIX}}$`)
 
 const reply = <S extends number>(status: S, body: string) => ({ status, body, headers: { ...PAGE_HEADERS } })
 
@@ -99,7 +102,7 @@ export const submitBetaFeedback: Handler<'submitBetaFeedback'> = async ({ body }
 }
 
 async function publicProgram(ctx: AppContext, projectId: string, slug: string): Promise<PortalProgram | undefined> {
-  if (!isId('prj', projectId) || !/^[a-z0-9-]{1,70}$/.test(slug)) return undefined
+  if (!isId('prj', projectId) || !SLUG.test(slug)) return undefined
   return ctx.repos.portal.publicProgram(projectId, slug)
 }
 

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { slugify } from '../../src/domain/slug.js'
+import { SLUG_MAX_WITH_SUFFIX, slugify } from '../../src/domain/slug.js'
+import { spec } from '../helpers/spec-check.js'
 
 t.test('slugify follows the contract examples', async (t) => {
   t.equal(slugify('Ça va ? Déjà!'), 'ca-va-deja')
@@ -48,4 +49,10 @@ t.test('one word longer than 60 characters is cut hard at 60', async (t) => {
 t.test('the cut backs off to the last hyphen before it, not the first', async (t) => {
   const name = `ab cd ${'e'.repeat(60)}`
   t.equal(slugify(name), 'ab-cd')
+})
+
+t.test("the spec's bound on a slug is a slug's with its suffix, which the portal's pages check too", async (t) => {
+  const program = (spec as { components: { schemas: Record<string, { properties: Record<string, { maxLength?: number }> }> } }).components.schemas.BetaProgram!
+  t.equal(program.properties.slug!.maxLength, SLUG_MAX_WITH_SUFFIX)
+  t.equal(`${'a'.repeat(60)}-999999999`.length, SLUG_MAX_WITH_SUFFIX, 'the longest slug the repository can give')
 })

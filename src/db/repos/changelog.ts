@@ -224,8 +224,9 @@ export function changelogRepo(db: Database, transact: Transact = newTransaction(
   const t = changelog_translations
   const scoped = (projectId: ProjectIdInput, id: Input<string>) => and(eq(e.project_id, projectId), eq(e.id, id))
 
-  // The same now() as the lists' conditions below: within one statement it is one instant, so an
-  // entry a list selected as published always says `published`.
+  // publishingState (domain/publishing.ts) in SQL, by the database's clock: the same now() as the
+  // lists' conditions below, one instant within a statement, so an entry a list selected as
+  // published always says `published`.
   const status = sql<PublishingState>`case when ${e.published_at} is null then 'draft' when ${e.published_at} > now() then 'scheduled' else 'published' end`
   /** An entry row with its status, as an insert or update returns it. */
   const rowWithStatus = { ...getTableColumns(e), status }
