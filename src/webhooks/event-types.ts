@@ -1,6 +1,12 @@
 // The event types of api-contract §10. openapi.yaml's top-level `webhooks` map has one entry per
 // type, and its enums list them; test/webhooks/event-types.test.ts holds all of them to this list,
 // at compile time (the generated unions) and at run time.
+//
+// Each is written in the transaction of the change it reports, by `tx.outbox.record` in the
+// handler or job that makes the change (`grep -rn "outbox.record" src`), with one exception: an
+// enrollment through the API (the hot write) writes its `beta_tester.enrolled` inside its own
+// statement (db/repos/testers.ts, with outbox.ts's eventCtes). A signup on the portal writes the
+// same type the usual way (handlers/portal-beta.ts).
 export const EVENT_TYPES = [
   'beta_tester.enrolled',
   'beta_tester.joined',
