@@ -22,7 +22,7 @@ import { docsPolicy } from './http/docs-policy.js'
 import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF, type RoutedRequests } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
-import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, registerRateLimit } from './http/rate-limit.js'
+import { registerRateLimit } from './http/rate-limit.js'
 import { makeKeyUsage, type KeyUsage, type Schedule } from './http/key-usage.js'
 import { notFoundOrNotAllowed, registerRoutes, routedPath } from './http/routes.js'
 import type { AppContext, HandlerMap } from './http/types.js'
@@ -326,22 +326,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       request.answerHold?.release()
       return reply.hijack()
     }
-    let problem = toApiError(error)
-    // Refused before the API key was looked up (a read by key, a 429): the key may be the reason (guard.ts).
-    if (problem.status < 500) problem = await guard.settle(request, reply).then(() => problem, toApiError)
-    if (problem.status === 401) {
-      // A key that does not exist has no budget to report.
-      for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name)
-      metrics.authFailure(isOperator(request) ? 'admin_token' : 'api_key')
-      // Past its budget of failures, the client address is answered 429 instead (rate-limit.ts).
-      const refused = await limits.countAuthFailure(request)
-      if (refused) {
-        problem = refused
-        metrics.rateLimited('auth_failures')
-      }
-    } else if (problem.status === 429) {
-      metrics.rateLimited(rateLimitCategory(request))
-    }
+    // A 4xx may give way to the key's own 401 or 403, and a 401 to a 429 (guard.ts).
+    const problem = await guard.refusal(request, reply, toApiError(error))
     if (problem.options.busy) {
       metrics.busy(problem.options.busy)
       request.log.info({ reason: problem.options.busy }, 'busy')

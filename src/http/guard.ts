@@ -23,9 +23,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ApiKeyReadId, RouteSpec } from '../../generated/routes.js'
 import type { KeyScope } from '../db/repos/scope.js'
 import { hashApiKey, isApiKeyShape, secretsEqual } from '../domain/secrets.js'
-import { ApiError } from './errors.js'
+import { ApiError, toApiError } from './errors.js'
 import { JsonText } from './json-text.js'
-import type { RateLimits } from './rate-limit.js'
+import { isOperator, RATE_LIMIT_HEADERS, rateLimitCategory, type RateLimits } from './rate-limit.js'
 import { timesSent } from './raw-headers.js'
 import type { AppContext, Handler, KeyScopedHandler, KeyScopedRequest, Principal } from './types.js'
 
@@ -120,6 +120,13 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
     return { projectId: project.id }
   }
 
+  /** Before an answer that does not prove the key: throws 401 or 403 when the key is why (see settle below). */
+  async function settle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const route = request.routeOptions.config.route
+    if (!route || !request.credential || request.credential.lookedUp) return
+    request.principal = await lookUp(request, reply, route)
+  }
+
   return {
     async identify(request: FastifyRequest): Promise<void> {
       const route = request.routeOptions.config.route
@@ -168,10 +175,25 @@ export function makeGuard(ctx: AppContext, limits: RateLimits) {
      * Before an answer that does not prove the key (a page without rows of a read by key, or a 4xx
      * before the key was looked up): throws 401 or 403 when the key is why. Looks up once a request.
      */
-    async settle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-      const route = request.routeOptions.config.route
-      if (!route || !request.credential || request.credential.lookedUp) return
-      request.principal = await lookUp(request, reply, route)
+    settle,
+
+    /**
+     * What a refusal becomes, for the error handler: a 4xx given before the key was looked up
+     * gives way to the key's own 401 or 403 (settle). A 401 carries no RateLimit-* headers (an
+     * unknown key has no budget) and counts against the client address's budget of failures,
+     * past which it is a 429 (rate-limit.ts). Counts each in the metrics.
+     */
+    async refusal(request: FastifyRequest, reply: FastifyReply, problem: ApiError): Promise<ApiError> {
+      if (problem.status >= 500) return problem
+      const settled = await settle(request, reply).then(() => problem, toApiError)
+      if (settled.status === 429) ctx.metrics.rateLimited(rateLimitCategory(request))
+      if (settled.status !== 401) return settled
+      for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name)
+      ctx.metrics.authFailure(isOperator(request) ? 'admin_token' : 'api_key')
+      const refused = await limits.countAuthFailure(request)
+      if (!refused) return settled
+      ctx.metrics.rateLimited('auth_failures')
+      return refused
     },
   }
 }
