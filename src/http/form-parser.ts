@@ -38,13 +38,25 @@ export function parseForm(text: string): Record<string, string | string[]> {
 }
 
 /**
+ * The body as text, each `+` read as the space it stands for, byte by byte: no byte of a multi-byte
+ * UTF-8 character is a `+`. A regular expression's replace took 0.1 s of the event loop for a body
+ * of a million `+`, and URLSearchParams as long again (found by an outside review: the portal takes
+ * forms without a key); this loop takes a millisecond, and leaves URLSearchParams no `+` to replace.
+ */
+export function formText(body: Buffer): string {
+  const bytes = Buffer.from(body)
+  for (let at = 0; at < bytes.length; at++) if (bytes[at] === 0x2b) bytes[at] = 0x20
+  return bytes.toString('utf8')
+}
+
+/**
  * Whether every name and value decodes: `%` escapes of two hex digits that make UTF-8, no lone
  * surrogate. Decoded whole, in one call: an escape cannot run across a `&` or `=` and still make
  * UTF-8, so the whole decodes exactly when each name and value does.
  */
 function percentEncoded(text: string): boolean {
   try {
-    decodeURIComponent(text.replace(/\+/g, ' '))
+    decodeURIComponent(text)
     return true
   } catch {
     return false
@@ -58,7 +70,7 @@ export function registerFormParser(app: FastifyInstance, bodyLimit: number): voi
     // What a browser sends: percent-encoded UTF-8. Anything else would be stored with U+FFFD
     // (bytes that are not UTF-8) or as typed (`%zz`), never as the sender meant it.
     if (!isUtf8(body as Buffer)) return refuse('must be UTF-8, as a page’s form sends it')
-    const text = (body as Buffer).toString('utf8')
+    const text = formText(body as Buffer)
     if (tooManyFields(text)) return refuse(`must not have more than ${MAX_FORM_FIELDS} fields; the page's form sends three at most`)
     if (!percentEncoded(text)) return refuse('must be percent-encoded UTF-8, as a page’s form sends it')
     // PostgreSQL text cannot hold U+0000.
