@@ -2010,9 +2010,12 @@ export interface components {
             last_response_status: number | null;
             /**
              * @description Why the latest attempt failed, in words (`timed out after 10 s`, `connection
-             *     refused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is
-             *     private`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be
-             *     reworded.
+             *     refused`, `answered 500`, `redirects are not followed`, `the host name
+             *     hooks.example.com does not resolve to a public internet address`, `the host name
+             *     hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the
+             *     first attempt. A host name that resolves to no address and one that resolves only to
+             *     addresses off the public internet (while the guard is on) get the same words, which
+             *     never quote an address the name resolved to. For people: may be reworded.
              */
             last_error: string | null;
             /**

@@ -3797,7 +3797,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the host name\nhooks.example.com does not resolve to a public internet address`, `the host name\nhooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the\nfirst attempt. A host name that resolves to no address and one that resolves only to\naddresses off the public internet (while the guard is on) get the same words, which\nnever quote an address the name resolved to. For people: may be reworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [
@@ -4001,7 +4001,7 @@ export const routes: RouteSpec[] = [
                         "type": "null"
                       }
                     ],
-                    "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                    "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the host name\nhooks.example.com does not resolve to a public internet address`, `the host name\nhooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the\nfirst attempt. A host name that resolves to no address and one that resolves only to\naddresses off the public internet (while the guard is on) get the same words, which\nnever quote an address the name resolved to. For people: may be reworded.\n"
                   },
                   "next_attempt_at": {
                     "oneOf": [
@@ -4216,7 +4216,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the host name\nhooks.example.com does not resolve to a public internet address`, `the host name\nhooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the\nfirst attempt. A host name that resolves to no address and one that resolves only to\naddresses off the public internet (while the guard is on) get the same words, which\nnever quote an address the name resolved to. For people: may be reworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [
@@ -4395,7 +4395,7 @@ export const routes: RouteSpec[] = [
                       "type": "null"
                     }
                   ],
-                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the address 10.0.0.5 is\nprivate`, `the host name hooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the first attempt. For people: may be\nreworded.\n"
+                  "description": "Why the latest attempt failed, in words (`timed out after 10 s`, `connection\nrefused`, `answered 500`, `redirects are not followed`, `the host name\nhooks.example.com does not resolve to a public internet address`, `the host name\nhooks.example.com did not resolve within 10 s`); `null` when it succeeded or before the\nfirst attempt. A host name that resolves to no address and one that resolves only to\naddresses off the public internet (while the guard is on) get the same words, which\nnever quote an address the name resolved to. For people: may be reworded.\n"
                 },
                 "next_attempt_at": {
                   "oneOf": [

@@ -156,16 +156,24 @@ class LookupFailed extends Error {
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
 
+/**
+ * A name that resolves to no address, or to none on the public internet: one reason for both, and
+ * never the address. Quoting it made the delivery log a lookup of internal names through the
+ * server's resolver (split-horizon DNS), and a separate "did not resolve" said which exist
+ * (found by an outside review). A literal address in the URL is the endpoint owner's own, and is named.
+ */
+const noPublicAddress = (hostname: string) => `the host name ${hostname} does not resolve to a public internet address`
+
 /** The error of a failed connection or exchange, in words: its code at most, never its message. */
 function describe(error: unknown, hostname: string, timeoutMs: number): { kind: AttemptKind; error: string } {
-  if (error instanceof BlockedAddress) return { kind: 'blocked', error: error.message }
+  if (error instanceof BlockedAddress) return { kind: 'blocked', error: literalAddress(hostname) === undefined ? noPublicAddress(hostname) : error.message }
   if (error instanceof Deadline) {
     return { kind: 'timeout', error: error.resolving ? `the host name ${hostname} did not resolve within ${seconds(timeoutMs)}` : `timed out after ${seconds(timeoutMs)}` }
   }
   const code = String((error as NodeJS.ErrnoException | undefined)?.code ?? '')
   const network = (words: string) => ({ kind: 'network' as const, error: words })
   if (error instanceof LookupFailed) {
-    if (NO_ADDRESS.has(code) || code === '') return network(`the host name ${hostname} did not resolve`)
+    if (NO_ADDRESS.has(code) || code === '') return network(noPublicAddress(hostname))
     if (code === 'ETIMEOUT') return network(`the host name ${hostname} did not resolve: DNS did not answer in time`)
     return network(`the host name ${hostname} did not resolve (${code})`)
   }

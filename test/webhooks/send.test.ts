@@ -179,7 +179,7 @@ t.test('a reset connection, a refused one, a name that does not resolve, an answ
     throw Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })
   }
   const { sender: unresolved } = sender(t, { resolve: nowhere })
-  t.same(await unresolved.send(attemptTo('https://hooks.example.invalid/x')), { kind: 'network', status: null, error: 'the host name hooks.example.invalid did not resolve' })
+  t.same(await unresolved.send(attemptTo('https://hooks.example.invalid/x')), { kind: 'network', status: null, error: 'the host name hooks.example.invalid does not resolve to a public internet address' })
 
   const garbage = createServer((socket) => socket.end('SMTP ready\r\n\r\n'))
   await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve))
@@ -224,7 +224,7 @@ t.test('with the real clock: a short deadline ends a lookup that never answers',
 t.test('a lookup that fails says how, never as a connection failure', async (t) => {
   for (const [code, error] of [
     ['ETIMEOUT', 'the host name hooks.example.com did not resolve: DNS did not answer in time'],
-    ['ENODATA', 'the host name hooks.example.com did not resolve'],
+    ['ENODATA', 'the host name hooks.example.com does not resolve to a public internet address'],
     ['ECONNREFUSED', 'the host name hooks.example.com did not resolve (ECONNREFUSED)'],
     ['ESERVFAIL', 'the host name hooks.example.com did not resolve (ESERVFAIL)'],
   ] as const) {
@@ -287,21 +287,24 @@ t.test('aborted (a shutdown that cannot wait) ends the attempt at once', async (
 t.test('the SSRF guard on', async (t) => {
   const receiver = await startReceiver()
   const blocked = (address: string) => ({ kind: 'blocked', status: null, error: `the address ${address} is not on the public internet` })
+  // A name's addresses are never quoted, and the words are those of a name that does not resolve:
+  // the delivery log is no lookup of internal names (found by an outside review).
+  const unreachableName = (name: string) => ({ kind: 'blocked', status: null, error: `the host name ${name} does not resolve to a public internet address` })
   const guarded = (resolve?: Resolver) => sender(t, { allowPrivateNetworks: false, ...(resolve ? { resolve } : {}) }).sender
 
   t.same(await guarded().send(attemptTo(receiver.url)), blocked('127.0.0.1'), 'a literal loopback address')
   t.same(await guarded().send(attemptTo(`http://[::ffff:127.0.0.1]:${receiver.port}/`)), blocked('::ffff:7f00:1'), 'written as IPv4-mapped IPv6')
   t.same(await guarded().send(attemptTo(`http://0x7f.1:${receiver.port}/`)), blocked('127.0.0.1'), 'written in hexadecimal (the URL parser normalises it)')
   const localhost = await guarded(systemResolver).send(attemptTo(`http://localhost:${receiver.port}/hook`))
-  t.match(localhost, { kind: 'blocked', status: null, error: /^the address (127\.0\.0\.1|::1) is not on the public internet$/ }, 'the name localhost')
-  t.same(await guarded(async () => [{ address: '127.0.0.1', family: 4 }]).send(attemptTo(`http://hooks.example.com:${receiver.port}/hook`)), blocked('127.0.0.1'), 'a public-looking name that resolves to loopback')
-  t.same(await guarded(async () => [{ address: '10.0.0.5', family: 4 }]).send(attemptTo('https://hooks.example.com/hook')), blocked('10.0.0.5'), 'or to a private address')
+  t.same(localhost, unreachableName('localhost'), 'the name localhost')
+  t.same(await guarded(async () => [{ address: '127.0.0.1', family: 4 }]).send(attemptTo(`http://hooks.example.com:${receiver.port}/hook`)), unreachableName('hooks.example.com'), 'a public-looking name that resolves to loopback')
+  t.same(await guarded(async () => [{ address: '10.0.0.5', family: 4 }]).send(attemptTo('https://hooks.example.com/hook')), unreachableName('hooks.example.com'), 'or to a private address')
   t.same(
     await guarded(async () => [
       { address: '8.8.8.8', family: 4 },
       { address: '127.0.0.1', family: 4 },
     ]).send(attemptTo(`http://hooks.example.com:${receiver.port}/hook`)),
-    blocked('127.0.0.1'),
+    unreachableName('hooks.example.com'),
     'a name with a public and a loopback address is refused whole',
   )
   t.same(
@@ -309,7 +312,7 @@ t.test('the SSRF guard on', async (t) => {
       { address: 'fd00::1', family: 6 },
       { address: '8.8.8.8', family: 4 },
     ]).send(attemptTo('https://hooks.example.com/hook')),
-    blocked('fd00::1'),
+    unreachableName('hooks.example.com'),
     'whichever comes first',
   )
   t.equal(receiver.requests.length, 0, 'the receiver on 127.0.0.1 saw nothing')
