@@ -82,8 +82,12 @@ const SSL_REQUEST = 80877103
 const GSSENC_REQUEST = 80877104
 /** FATAL errors that end a session without anything being wrong with the database. */
 const ROUTINE_FATAL = new Set(['57P05', '25P03', '25P04'])
-/** Startup errors that mean "cannot serve a connection now": the server is starting, shutting down or full. */
-const UNAVAILABLE_AT_STARTUP = /^(08|57P0|53300)/
+/**
+ * Startup errors that mean "cannot serve a connection now": the server is starting, shutting down
+ * or full, or the database is not accepting connections (55000, ALTER DATABASE ... ALLOW_CONNECTIONS
+ * false) or is gone (3D000, dropped or renamed while the server ran).
+ */
+const UNAVAILABLE_AT_STARTUP = /^(08|57P0|53300|55000|3D000)/
 
 /**
  * Splits one direction of a connection's bytes into PostgreSQL messages: a type byte, then a

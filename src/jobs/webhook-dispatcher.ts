@@ -131,8 +131,8 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): Webho
     failing = false
   }
   function unhealthy(error: unknown, doing: string) {
-    // Once per outage, not at every tick.
-    if (!failing) log.error({ err: loggable(error) }, `webhook deliveries: could not ${doing}; trying again every ${pollMs} ms`)
+    // Once per outage, not at every tick; a warning, like the other jobs': the outage's own line is the error.
+    if (!failing) log.warn({ err: loggable(error) }, `webhook deliveries: could not ${doing}; trying again every ${pollMs} ms`)
     failing = true
   }
   /** A bug of ours: logged, never a crash of the process. */

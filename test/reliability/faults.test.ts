@@ -12,7 +12,7 @@
 import { Writable } from 'node:stream'
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
-import type { Sql } from 'postgres'
+import postgres, { type Sql } from 'postgres'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
@@ -360,4 +360,93 @@ t.test('every way of sending a statement passes the gate: a query, .values(), .r
     [],
     `during a partition each fails as unavailable (503) at the deadline: ${failed.map((o) => `${o.label} ${o.outcome}`).join(', ')}`,
   )
+})
+
+/**
+ * An app on a database of its own, for faults that ALTER DATABASE: the shared test database is
+ * used by the other lanes meanwhile. `terminate()` ends the app's sessions, so that the next
+ * ones meet the database's new settings.
+ */
+async function appOnOwnDatabase(t: Test) {
+  const admin = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
+  const name = `faults_${process.pid}_${Date.now().toString(36)}`
+  await admin.unsafe(`create database ${name}`)
+  const url = new URL(DATABASE_URL)
+  url.pathname = `/${name}`
+  const direct = await openDatabase({ databaseUrl: url.href, poolSize: 1, connectTimeout: 5 })
+  await direct.migrate()
+  const project = await proProject(direct.db, 'Faults')
+  await direct.close()
+  const clock = new ManualClock()
+  const handle = await openDatabase({ databaseUrl: url.href, poolSize: 2, connectTimeout: CONNECT_TIMEOUT_S, statementTimeoutMs: STATEMENT_TIMEOUT_MS, statementDeadlineMs: DEADLINE_MS, readyDeadlineMs: READY_DEADLINE_MS, clock })
+  const lines: LogLine[] = []
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line) as LogLine)
+      done()
+    },
+  })
+  const app = await buildApp({ ...defaults, logLevel: 'info', adminToken: ADMIN_TOKEN, rateLimitPerMinute: 1_000_000 }, handle, { logger: { stream }, keyUsage: { schedule: byHand } })
+  await app.ready()
+  t.teardown(async () => {
+    await app.close()
+    await handle.close()
+    await admin.unsafe(`alter database ${name} allow_connections true`)
+    await admin.unsafe(`drop database ${name} with (force)`)
+    await admin.end({ timeout: 5 })
+  })
+  const terminate = () => admin.unsafe('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [name])
+  return { app, project, lines, clock, admin, name, terminate }
+}
+
+/** Ends the app's sessions and waits out the outage their end makes (57P01), until /readyz answers 200. */
+async function newSessions(t: Test, app: FastifyInstance, clock: ManualClock, terminate: () => Promise<unknown>) {
+  await terminate()
+  let ready: Answer | undefined
+  for (let coolDowns = 0; coolDowns < 3 && ready?.status !== 200; coolDowns++) {
+    clock.advance(COOL_DOWN_MS)
+    ready = await timed(app, 'GET /readyz', { url: '/readyz' })
+  }
+  t.equal(ready?.status, 200, 'the app has sessions again')
+}
+
+t.test('a database turned read-only (a failover onto a standby): writes 503 unavailable, reads served', async (t) => {
+  const { app, project, admin, name, terminate, clock } = await appOnOwnDatabase(t)
+  await warmUp(t, app, project.key)
+  await admin.unsafe(`alter database ${name} set default_transaction_read_only = on`)
+  await newSessions(t, app, clock, terminate)
+  const answers = await Promise.all(traffic(app, project.key, 9))
+  t.same(
+    answers.filter((a) => a.label.startsWith('POST') && !(a.status === 503 && a.code === 'unavailable' && Number(a.retryAfter) >= 1)).map((a) => `${a.label} ${a.status} ${a.code}`),
+    [],
+    'every write: 503 unavailable with Retry-After, never a 500 (it was: "cannot execute INSERT in a read-only transaction", 25006)',
+  )
+  t.same(
+    answers.filter((a) => a.label.startsWith('GET')).map((a) => a.status),
+    [200, 200, 200, 200, 200, 200],
+    'every read is served',
+  )
+  t.same([...new Set(answers.flatMap((a) => a.offSpec))], [], 'every answer matches openapi.yaml')
+  await admin.unsafe(`alter database ${name} reset default_transaction_read_only`)
+  await newSessions(t, app, clock, terminate)
+  const again = await Promise.all(traffic(app, project.key, 3))
+  t.equal(again.filter((a) => a.label.startsWith('POST'))[0]?.status, 201, 'writes succeed once the database takes them again')
+})
+
+t.test('a database that stops accepting connections (55000): 503 at once, the outage logged once; service resumes', async (t) => {
+  // Each request tried a new connection and answered 500, with a stack logged per request (found by a fault review).
+  const { app, project, lines, clock, admin, name, terminate } = await appOnOwnDatabase(t)
+  await warmUp(t, app, project.key)
+  await admin.unsafe(`alter database ${name} allow_connections false`)
+  await terminate()
+  const answers = []
+  // Past each cool-down a probe connects, and PostgreSQL refuses it: the outage goes on.
+  for (let i = 0; i < 3; i++) {
+    answers.push(...(await Promise.all([...traffic(app, project.key, 4), timed(app, 'GET /readyz', { url: '/readyz' })])))
+    clock.advance(COOL_DOWN_MS)
+  }
+  checkAllRefused(t, answers)
+  await admin.unsafe(`alter database ${name} allow_connections true`)
+  await recovers(t, app, project.key, clock)
+  checkLog(t, lines, 1, /55000|57P01/)
 })
