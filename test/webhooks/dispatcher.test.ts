@@ -344,7 +344,7 @@ t.test('the database down: logged once, never thrown; logged again when it answe
   await waitUntil(async () => calls, (n) => n >= 5)
   t.same(
     log.lines.map((l) => [l.level, l.fields]),
-    [['error', { err: { code: 'ECONNREFUSED' } }]],
+    [['warn', { err: { code: 'ECONNREFUSED' } }]],
     'one line for the outage, with its code and no query',
   )
   down = false
