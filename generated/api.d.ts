@@ -548,6 +548,15 @@ export interface paths {
          *     optionally of one `type`, whether or not an endpoint was subscribed to them: a receiver
          *     that was down reconciles from here. Older events are removed.
          *
+         *     `created_at` is when the event was written, in the transaction of the change it reports,
+         *     and an event is listed once that transaction commits. One resource's events are in the
+         *     order of its changes: a change that waited for another is written after it. Events of
+         *     changes made at the same moment (to different resources, or on other instances) can be
+         *     listed in another order than they committed in: an event may appear below events already
+         *     listed, written up to a few seconds after it. To reconcile from the newest end, read back to a minute
+         *     before the newest event you hold and skip the `id`s you have; a `next_cursor` walk
+         *     towards older events misses nothing already committed.
+         *
          *     The beta area's events (`beta_tester.*`, `beta_feedback.created`) are shown only while
          *     the project has the beta feature, as the beta area itself is (its operations answer
          *     `403 beta_disabled` without it): while the feature is off they are left out of every

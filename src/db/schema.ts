@@ -331,7 +331,10 @@ export const events = pgTable(
       .references(() => projects.id, { onDelete: 'cascade' }),
     type: text('type').notNull(),
     data: text('data').notNull(),
-    created_at: timestamptz('created_at').notNull().defaultNow(),
+    // When the event was written, not when its transaction began (now()): a change that waited
+    // for another's row lock is written after that one committed, so its event comes later in the
+    // log, one resource's events in the order of its changes (found by a multi-instance review).
+    created_at: timestamptz('created_at').notNull().default(sql`clock_timestamp()`),
   },
   (t) => [
     index('events_project_created_idx').on(t.project_id, t.created_at.desc(), t.id.desc()),

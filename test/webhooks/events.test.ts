@@ -1,10 +1,15 @@
 // GET /v1/events and GET /v1/events/{id}: the project's events of the last 30 days, newest first,
 // optionally of one type, paged by offset and by cursor, whether or not an endpoint was
 // subscribed; an event older than 30 days is invisible even before it is pruned.
+import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
+import type { Database } from '../../src/db/client.js'
+import { makeRepos } from '../../src/db/repos/index.js'
+import { rowsOf } from '../../src/db/results.js'
 import { eventJson } from '../../src/webhooks/event-record.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
 import { walkPages } from '../helpers/pages.js'
 import { age, createEndpoint, recordEvent, sendTest } from './helpers.js'
 
@@ -139,4 +144,20 @@ t.test('while the beta feature is off, the log hides the beta area’s events (4
   await setBeta(true)
   t.same((await call(t, app, { url: '/v1/events', key })).json.data, all, 'with the feature on again, every event')
   t.equal((await call(t, app, { url: `/v1/events/${beta[0]!.id}`, key })).status, 200)
+})
+
+t.test("an event's created_at is when it was written, not when its transaction began", async (t) => {
+  // A change that waited for another's row lock had begun before that one committed: dated by its
+  // transaction's start, its event was listed below the other's, and the newest event of a tester
+  // said `restored` while the tester was revoked (found by a multi-instance review).
+  const { id: projectId } = await createProject()
+  const { db } = await testDatabase()
+  const { began, eventId } = await db.transaction(async (tx) => {
+    // pg_sleep: the transaction's now() is 20 ms behind by the time the event is written.
+    const [row] = rowsOf<{ began: string }>(await tx.execute(sql`select now()::text as began, pg_sleep(0.02)::text as slept`))
+    const event = await makeRepos(tx as unknown as Database).transaction((repos) => repos.outbox.record(projectId, 'webhook.test', { id: 'x' }))
+    return { began: row!.began, eventId: event.id }
+  })
+  const [row] = rowsOf<{ later: boolean }>(await db.execute(sql`select created_at >= ${began}::timestamptz + interval '20 milliseconds' as later from events where id = ${eventId}`))
+  t.equal(row?.later, true, 'dated at least 20 ms after its transaction began')
 })
