@@ -140,9 +140,35 @@ function withoutSourceMarkers(tags: JsonObject[]): JsonObject[] {
   return tags.map(({ 'x-audience': _audience, ...tag }) => tag)
 }
 
+/**
+ * Leaves out of `doc`'s responses the headers only another audience's operations send (a header
+ * component with `x-audience`, such as the tester pages' `X-Robots-Tag`, on responses the
+ * portal shares with /v1), and drops the marker.
+ */
+function withoutOtherAudiencesHeaders(doc: JsonObject, audience: Audience): void {
+  const components = (doc.components?.headers ?? {}) as JsonObject
+  const foreign = new Set<string>()
+  for (const [name, header] of Object.entries(components)) {
+    const owner = (header as JsonObject)['x-audience']
+    if (owner !== undefined && owner !== audience) foreign.add(`#/components/headers/${name}`)
+    delete (header as JsonObject)['x-audience']
+  }
+  const visit = (node: Json): void => {
+    if (Array.isArray(node)) return node.forEach(visit)
+    if (!node || typeof node !== 'object') return
+    for (const [key, value] of Object.entries(node as JsonObject)) {
+      if (key === 'headers' && value && typeof value === 'object') {
+        for (const [name, header] of Object.entries(value as JsonObject)) if (foreign.has((header as JsonObject)?.$ref)) delete (value as JsonObject)[name]
+      } else visit(value)
+    }
+  }
+  visit([doc.paths, doc.webhooks, doc.components?.responses])
+}
+
 /** The document `audience` is given: its operations, the components they reach, its tags and security scheme. */
 export function audienceDocument(source: JsonObject, audience: Audience): JsonObject {
   const doc = clone(source)
+  withoutOtherAudiencesHeaders(doc, audience)
   const ops = operationAudiences(doc)
   const paths: JsonObject = {}
   for (const [path, item] of Object.entries(doc.paths as JsonObject)) {

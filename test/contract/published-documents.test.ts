@@ -38,6 +38,17 @@ t.test('the partner document holds the /v1 operations and nothing else', async (
   t.same(paths, sourceV1, 'every /v1 path of the source')
 })
 
+t.test("a header only the portal's pages send is in the portal document alone", async (t) => {
+  // X-Robots-Tag was documented on the /v1 errors the portal shares (400, 413, 429, 500, 503),
+  // which never send it: a partner's generated client carried a header that cannot come (found
+  // by a partner review).
+  t.notMatch(JSON.stringify(partner), /X-Robots-Tag/, 'not in the partner document')
+  t.notMatch(JSON.stringify(read(DOCUMENTS.operator.file)), /X-Robots-Tag/, 'nor the operator document')
+  const portal = read(DOCUMENTS.portal.file)
+  t.ok(portal.components.responses.BadRequest.headers['X-Robots-Tag'], "the portal document's shared 400 keeps it")
+  t.equal(portal.components.headers['X-Robots-Tag']['x-audience'], undefined, 'without the source-only marker')
+})
+
 t.test('the operator and portal documents hold the rest, each operation once', async (t) => {
   const operator = read(DOCUMENTS.operator.file)
   const portal = read(DOCUMENTS.portal.file)
