@@ -2813,6 +2813,11 @@ export interface components {
         "Cache-Control": "private, no-cache";
         /** @description Always `Authorization`. */
         Vary: "Authorization";
+        /**
+         * @description Always `no-store`: the answer shows a secret (an API key, a webhook signing secret),
+         *     which no cache, shared or private, may keep. Its replay under an `Idempotency-Key` too.
+         */
+        SecretCacheControl: "no-store";
         /** @description Always `nosniff`, on every response. */
         "X-Content-Type-Options": "nosniff";
         /** @description The request's id, also in the server's log line for it. */
@@ -3874,6 +3879,7 @@ export interface operations {
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
+                    "Cache-Control": components["headers"]["SecretCacheControl"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
@@ -4078,6 +4084,7 @@ export interface operations {
             /** @description The endpoint and its new secret. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["SecretCacheControl"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
@@ -4506,6 +4513,7 @@ export interface operations {
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
+                    "Cache-Control": components["headers"]["SecretCacheControl"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -4678,6 +4686,7 @@ export interface operations {
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
+                    "Cache-Control": components["headers"]["SecretCacheControl"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

@@ -4,6 +4,7 @@ import { invalidField, notFound } from '../http/errors.js'
 import type { Handler } from '../http/types.js'
 import { page, pageRequest } from './pagination.js'
 import { apiKeyRecord, projectRecord } from './records.js'
+import { SHOWS_SECRET } from '../http/idempotency.js'
 
 const requireProjectId = (id: string) => {
   if (!isId('prj', id)) throw notFound('project')
@@ -52,7 +53,7 @@ export const adminCreateProject: Handler<'adminCreateProject'> = async ({ body }
   return {
     status: 201,
     body: { data: projectRecord(project), api_key: apiKey },
-    headers: { location: `/admin/v1/projects/${project.id}` },
+    headers: { location: `/admin/v1/projects/${project.id}`, ...SHOWS_SECRET },
   }
 }
 
@@ -92,7 +93,7 @@ export const adminCreateApiKey: Handler<'adminCreateApiKey'> = async ({ params, 
   return {
     status: 201,
     body: { data: apiKeyRecord(created.key), api_key: created.apiKey },
-    headers: { location: `/admin/v1/projects/${projectId}/api-keys/${created.key.id}` },
+    headers: { location: `/admin/v1/projects/${projectId}/api-keys/${created.key.id}`, ...SHOWS_SECRET },
   }
 }
 

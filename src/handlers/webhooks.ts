@@ -6,7 +6,7 @@ import { newWebhookSecret } from '../domain/secrets.js'
 import { ifMatch, preconditionFailed } from '../http/conditional.js'
 import { ApiError, invalidField, notFound } from '../http/errors.js'
 import { readByKey } from '../http/guard.js'
-import { holdsSecret, type SecretSource } from '../http/idempotency.js'
+import { holdsSecret, SHOWS_SECRET, type SecretSource } from '../http/idempotency.js'
 import type { Handler } from '../http/types.js'
 import { endpointUrlRefusal } from '../webhooks/endpoint-url.js'
 import { subscription } from '../webhooks/event-types.js'
@@ -95,7 +95,7 @@ export const createWebhookEndpoint: Handler<'createWebhookEndpoint'> = holdsSecr
   if (created.outcome === 'limit_exceeded') {
     throw new ApiError('limit_exceeded', `A project has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first.`)
   }
-  return { status: 201, body: { data: endpointRecord(created.row), secret }, headers: { location: endpointPath(created.row.id) } }
+  return { status: 201, body: { data: endpointRecord(created.row), secret }, headers: { location: endpointPath(created.row.id), ...SHOWS_SECRET } }
 }, currentSecret)
 
 export const listWebhookEndpoints = readByKey<'listWebhookEndpoints'>(async ({ query, project }, { repos }) => {
@@ -140,7 +140,7 @@ export const rotateWebhookEndpointSecret: Handler<'rotateWebhookEndpointSecret'>
   const secret = newWebhookSecret()
   const row = await repos.webhooks.rotateSecret(principal.projectId, endpointId(params.id), secret)
   if (!row) throw notFound('webhook endpoint')
-  return { status: 200, body: { data: endpointRecord(row), secret } }
+  return { status: 200, body: { data: endpointRecord(row), secret }, headers: { ...SHOWS_SECRET } }
 }, currentSecret)
 
 export const testWebhookEndpoint: Handler<'testWebhookEndpoint'> = async ({ params, principal }, { repos }) => {

@@ -93,6 +93,9 @@ export interface SecretSource {
 
 const SECRET_SOURCE = Symbol('answer holds a secret')
 
+/** The headers of an answer that shows a secret (an API key, a signing secret): no cache may keep it. */
+export const SHOWS_SECRET = { 'cache-control': 'no-store' } as const
+
 /**
  * Marks a handler whose 2xx answer shows a secret under `secret`: under an Idempotency-Key, the
  * answer is stored without it (the idempotency table never holds a secret), and a replay answers
@@ -190,6 +193,7 @@ export async function answerIdempotently(
       // Answers stored before the fingerprint was (within a day of the upgrade) have none to compare.
       if (shown !== undefined && sha256(current) !== shown) throw secretRotated()
       reply.header('idempotency-replayed', 'true')
+      reply.headers(SHOWS_SECRET)
       if (held.record.response_location) reply.header('location', held.record.response_location)
       reply.code(status)
       return { status, payload: reply.serialize({ ...stored, secret: current }) as string }
