@@ -98,12 +98,13 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 
 // SQLSTATE classes and driver codes that mean "the database cannot serve this now", not "the
 // query was wrong": 08 connection exceptions, 57P0x shutdown / cannot connect now, 57014 a
-// statement cancelled by statement_timeout, 53300 too many clients, 25006 a read-only transaction
+// statement cancelled by statement_timeout, 55P03 a lock not had within lock_timeout (README,
+// Known limits), 53300 too many clients, 25006 a read-only transaction
 // (a failover that landed on a standby, or default_transaction_read_only turned on). And any
 // FATAL error: PostgreSQL ended the session or refused to start one (55000 a database not
 // accepting connections, 3D000 one dropped or renamed, 28P01 a password changed): no statement
 // of ours is wrong, and each was a 500 with a stack logged per request (found by a fault review).
-const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|57014|53300|25006)/
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|57014|55P03|53300|25006)/
 const FATAL = new Set(['FATAL', 'PANIC'])
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
 

@@ -3,6 +3,7 @@
 import { DrizzleQueryError } from 'drizzle-orm/errors'
 import t from 'tap'
 import { loggableError, sqlState } from '../../src/db/results.js'
+import { isUnavailable, toApiError } from '../../src/http/errors.js'
 
 t.test('a failed query is logged by its type, its SQLSTATE and the driver message, without the query or its parameters', async (t) => {
   const secret = 'whsec_c2VjcmV0IHRoYXQgbXVzdCBub3QgYmUgbG9nZ2Vk'
@@ -32,4 +33,24 @@ t.test('the SQLSTATE logged is the one the 503 was decided by, however deep the 
   t.equal(sqlState(new DrizzleQueryError('select 1', [], driver)), '57P01')
   t.equal(sqlState(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })), 'ECONNREFUSED')
   t.equal(sqlState(new Error('no code')), undefined)
+})
+
+t.test('what the database says of itself, not of our statement, is 503 unavailable', async (t) => {
+  const driver = (code: string, severity = 'ERROR') => Object.assign(new Error(`sqlstate ${code}`), { name: 'PostgresError', code, severity })
+  const unavailable = [
+    ['25006', 'a read-only transaction (a failover onto a standby)'],
+    ['55P03', 'a lock not had within lock_timeout'],
+    ['57014', 'a statement cancelled by statement_timeout'],
+    ['53300', 'too many clients'],
+    ['08006', 'a connection failure'],
+  ] as const
+  for (const [code, what] of unavailable) {
+    const wrapped = new DrizzleQueryError('insert into x values ($1)', ['v'], driver(code))
+    t.ok(isUnavailable(wrapped), `${code}: ${what}`)
+    t.equal(toApiError(wrapped as never).status, 503, `${code}: 503`)
+  }
+  t.ok(isUnavailable(new DrizzleQueryError('select 1', [], driver('55000', 'FATAL'))), 'any FATAL: a database not accepting connections (55000)')
+  t.ok(isUnavailable(driver('28P01', 'FATAL')), 'a login refused (28P01)')
+  t.notOk(isUnavailable(driver('23505')), 'a unique violation is our statement, not the database')
+  t.notOk(isUnavailable(driver('42P01')), 'nor an undefined table')
 })
