@@ -79,6 +79,8 @@ declare module 'fastify' {
     metrics: Metrics
     /** The watch on how fast large answers are sent: a test with no window runs its checks (http/send-rate.ts). */
     sendWatch: SendWatch
+    /** The server is stopping: /readyz answers 503, and every answer from now on closes its connection. */
+    drain(): void
   }
 }
 
@@ -237,6 +239,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
         app.log.info('a connection was closed: a large answer on it was read too slowly')
       },
     }),
+    lifecycle: { draining: false },
   }
 
   // Every route the app serves, so that a test can hold it against the spec.
@@ -272,17 +275,20 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   // Written once more on close (SIGTERM), before server.ts closes the pool.
   app.addHook('onClose', () => keyUsage.close())
   app.addHook('onRequest', guard.identify)
-  // Draining (app.close(), as SIGTERM does): every answer still to come says that its connection
-  // closes with it. Node closes the connections that are idle when the server closes, but one
-  // whose request was in flight stayed open for keep-alive after its answer, so the close never
-  // finished: the onClose hooks (the last key uses) and the pool were never closed, and
-  // close-with-grace ended the process at 10 s with exit code 1 (found by a deployment review).
-  let draining = false
+  // Draining (app.drain() as SIGTERM begins, then app.close()): every answer still to come says
+  // that its connection closes with it. Node closes the connections that are idle when the server
+  // closes, but one whose request was in flight stayed open for keep-alive after its answer, so
+  // the close never finished: the onClose hooks (the last key uses) and the pool were never
+  // closed, and close-with-grace ended the process at 10 s with exit code 1 (found by a
+  // deployment review).
+  app.decorate('drain', () => {
+    ctx.lifecycle.draining = true
+  })
   app.addHook('preClose', async () => {
-    draining = true
+    ctx.lifecycle.draining = true
   })
   app.addHook('onSend', async (request, reply, payload) => {
-    if (draining) reply.header('connection', 'close')
+    if (ctx.lifecycle.draining) reply.header('connection', 'close')
     reply.header('x-request-id', request.id)
     reply.headers(NOSNIFF)
     const path = routedPath(request)

@@ -38,6 +38,11 @@ export interface Config {
   /** Milliseconds a request may take to arrive in full (headers and body) before a 408. */
   readonly requestTimeoutMs: number
   /**
+   * Milliseconds a stopping server goes on serving before it closes its port and its idle
+   * connections: /readyz answers 503 and every answer says `Connection: close` (server.ts).
+   */
+  readonly shutdownDelayMs: number
+  /**
    * The origin people reach the service at (`https://feedback.example.com`, no trailing slash),
    * for absolute links in the public pages, the feeds and testers' `join_url`; undefined keeps
    * links relative. Never taken from a request's Host header, which the client chooses.
@@ -90,6 +95,7 @@ export const defaults: Config = Object.freeze({
   authFailuresPerMinute: 60,
   redisUrl: undefined,
   requestTimeoutMs: 30_000,
+  shutdownDelayMs: 1000,
   publicBaseUrl: undefined,
   // About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (api-contract §10).
   webhookRetryScheduleMs: Object.freeze([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]),
@@ -219,6 +225,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', defaults.authFailuresPerMinute, 1, 1_000_000),
     redisUrl,
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', defaults.requestTimeoutMs, 1000, 3_600_000),
+    // At most half the 10 s of grace (server.ts), which the drain after it needs too.
+    shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', defaults.shutdownDelayMs, 0, 5000),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
     webhookRetryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', defaults.webhookAllowPrivateNetworks),

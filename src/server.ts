@@ -5,6 +5,7 @@
 // no demo project behind whose key nobody saw. What the operator must fix (a bad setting, a
 // busy port, a data directory another process holds) is one line on stderr and exit code 1.
 import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
@@ -168,18 +169,28 @@ async function shutDown({ err, signal = stopSignal }: { err?: Error; signal?: st
     app!.log.error({ err: loggableError(err) }, 'shutting down after an error')
   } else {
     await starting.catch(() => undefined)
-    app!.log.info({ signal }, 'shutting down')
+    app!.log.info({ signal, delay_ms: config!.shutdownDelayMs }, 'shutting down')
+    return closeAll(config!.shutdownDelayMs)
   }
   await closeAll()
 }
 
 /**
- * Closes what the start has made so far. The dispatcher's in-flight attempts finish (or are given
- * back) within its drain, under close-with-grace's 10 s; a job's run in progress finishes too,
- * before the pool closes.
+ * Closes what the start has made so far, the HTTP server after `serveOnMs` of draining
+ * (SHUTDOWN_DELAY_MS). The dispatcher's in-flight attempts finish (or are given back) within its
+ * drain, under close-with-grace's 10 s; a job's run in progress finishes too, before the pool closes.
  */
-async function closeAll(): Promise<void> {
-  await Promise.all([app?.close(), dispatcher?.stop(), ...jobs.map((job) => job.stop())])
+async function closeAll(serveOnMs = 0): Promise<void> {
+  const background = Promise.all([dispatcher?.stop(), ...jobs.map((job) => job.stop())])
+  if (app && serveOnMs > 0) {
+    // The HTTP server serves on a while, /readyz 503 and every answer closing its connection,
+    // before the port and the idle connections close: a load balancer that had just sent a request
+    // on an idle keep-alive connection got a reset, not an answer (found by a multi-instance
+    // review). The background work stops meanwhile: the dispatcher's drain runs alongside.
+    app.drain()
+    await sleep(serveOnMs)
+  }
+  await Promise.all([app?.close(), background])
   await database?.close()
 }
 

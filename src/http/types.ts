@@ -102,6 +102,8 @@ export interface AppContext {
   bodyBudgets: BodyBudgets
   /** Sends large answers in slices, and closes the connections of clients that read them too slowly (send-rate.ts). */
   sendWatch: SendWatch
+  /** Set once the server stops (app.drain(), app.close()): /readyz answers 503, every answer closes its connection. */
+  lifecycle: { draining: boolean }
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>

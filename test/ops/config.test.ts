@@ -21,10 +21,11 @@ t.test('values are read and typed', async (t) => {
     AUTH_FAILURES_PER_MINUTE: '5',
     REDIS_URL: 'redis://cache:6379',
     REQUEST_TIMEOUT_MS: '5000',
+    SHUTDOWN_DELAY_MS: '3000',
     DB_PREPARE: 'false',
     WEBHOOK_DISPATCH: 'false',
   })
-  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, dbPrepare: false, webhookDispatch: false, logLevel: 'warn', rateLimitPerMinute: 60, authFailuresPerMinute: 5, redisUrl: 'redis://cache:6379', requestTimeoutMs: 5000 })
+  t.match(config, { port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://u@db:5432/x', dbPoolSize: 20, dbPrepare: false, webhookDispatch: false, logLevel: 'warn', rateLimitPerMinute: 60, authFailuresPerMinute: 5, redisUrl: 'redis://cache:6379', requestTimeoutMs: 5000, shutdownDelayMs: 3000 })
   t.ok(Object.isFrozen(config))
 })
 
@@ -45,6 +46,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     AUTH_FAILURES_PER_MINUTE: '0',
     REDIS_URL: 'http://cache',
     REQUEST_TIMEOUT_MS: '0',
+    SHUTDOWN_DELAY_MS: '5001',
     DB_PREPARE: 'no',
     DB_STATEMENT_DEADLINE_MS: '1000',
     WEBHOOK_DISPATCH: 'off',

@@ -3,6 +3,8 @@
 // is in the database afterwards. Nothing here is timed by the test: SIGTERM comes after a number
 // of acknowledged writes, not after a while, and the 10 s are the server's own deadline
 // (close-with-grace exits 1 past it), so a slow machine cannot fail what a fast one passes.
+import { Agent, get as httpGet, type IncomingHttpHeaders } from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { call } from '../helpers/app.js'
 import { specProblems } from '../helpers/spec-check.js'
@@ -116,4 +118,35 @@ t.test('SIGTERM mid-load: started responses complete, exit 0 within 10 s, every 
     if (got.status !== 200 || got.json.data.title !== title) missing.push(`${id} (${got.status})`)
   }
   t.same(missing, [], `all ${acknowledged.size} acknowledged entries exist afterwards`)
+})
+
+t.test('SIGTERM: the server serves on for SHUTDOWN_DELAY_MS, /readyz 503, and a request on an idle keep-alive connection is answered', async (t) => {
+  // A load balancer that had just sent a request on an idle keep-alive connection as SIGTERM came
+  // got a reset: the server closed its idle connections at once (found by a multi-instance review).
+  // The delay is the setting's longest, so that the steps below fit in it on a slow machine.
+  const server = await startServer({ PGAPPNAME: uniqueName('shutdown-delay'), SHUTDOWN_DELAY_MS: '5000' })
+  t.teardown(() => {
+    if (server.running()) server.child.kill('SIGKILL')
+  })
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  const get = (path: string) =>
+    new Promise<{ status: number; headers: IncomingHttpHeaders; body: string; reused: boolean }>((resolve, reject) => {
+      const request = httpGet(`${server.base}${path}`, { agent }, (res) => {
+        let body = ''
+        res.on('data', (chunk) => (body += chunk))
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body, reused: request.reusedSocket }))
+      })
+      request.on('error', reject)
+    })
+  t.equal((await get('/healthz')).status, 200, 'a keep-alive connection, idle from here on')
+  server.child.kill('SIGTERM')
+  while (!/"msg":"shutting down"/.test(server.output())) await sleep(20)
+  const ready = await get('/readyz')
+  t.equal(ready.reused, true, 'sent on the idle connection')
+  t.same([ready.status, JSON.parse(ready.body).code, ready.headers['connection']], [503, 'unavailable', 'close'], '/readyz: 503 unavailable, and the connection closes with it')
+  t.same(specProblems('GET', '/readyz', { statusCode: ready.status, headers: ready.headers, body: ready.body }), [])
+  const health = await get('/healthz')
+  t.same([health.status, health.reused, health.headers['connection']], [200, false, 'close'], 'a new connection is still served meanwhile, and closed with its answer')
+  t.equal(await server.exited, 0, 'then the server drains and exits 0')
 })
