@@ -37,8 +37,8 @@ export const preconditionFailed = (): ApiError =>
 
 const CONDITIONAL_READS = new Set(['GET', 'HEAD', 'PATCH'])
 
-/** The most an If-None-Match or If-Match value may hold (openapi.yaml, IfNoneMatch and IfMatch). */
-const TAG_LIST_MAX = 1024
+/** The most an If-None-Match or If-Match value may hold: openapi.yaml's IfNoneMatch and IfMatch (a test holds them equal). */
+export const TAG_LIST_MAX = 1024
 const BOUNDED_HEADERS = [
   ['if-none-match', 'If-None-Match'],
   ['if-match', 'If-Match'],

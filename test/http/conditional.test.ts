@@ -1,6 +1,8 @@
 // ETag, If-None-Match (304) and If-Match (412) on the authenticated API.
 import t from 'tap'
+import { TAG_LIST_MAX } from '../../src/http/conditional.js'
 import { call, createProject, testApp } from '../helpers/app.js'
+import { spec } from '../helpers/spec-check.js'
 
 t.test('reads carry a strong ETag, private caching headers, and 304 on a matching If-None-Match', async (t) => {
   const app = await testApp()
@@ -71,6 +73,12 @@ t.test('If-Match compares against the representation in the locale written', asy
   const base = await call(t, app, { url, key })
   const wrongLocale = await call(t, app, { method: 'PATCH', url, key, body: { locale: 'fr', title: 'Coucou' }, headers: { 'if-match': base.headers.etag as string } })
   t.equal(wrongLocale.status, 412)
+})
+
+t.test("the server's bound on If-None-Match and If-Match is the spec's", async (t) => {
+  const parameters = (spec as { components: { parameters: Record<string, { schema: { maxLength?: number } }> } }).components.parameters
+  t.equal(parameters.IfNoneMatch!.schema.maxLength, TAG_LIST_MAX)
+  t.equal(parameters.IfMatch!.schema.maxLength, TAG_LIST_MAX)
 })
 
 t.test('If-None-Match and If-Match longer than the spec’s 1024 characters are a 400, and nothing changes', async (t) => {
