@@ -39,6 +39,16 @@ t.test('a full store never evicts: newcomers share one overflow counter', async 
   t.equal((await incr('a')).current, 1)
 })
 
+t.test("in a full store, a key without a counter of its own reads 0, not the overflow's count", async (t) => {
+  const { incr, read } = store(1)
+  await incr('a')
+  await incr('newcomer')
+  await incr('newcomer')
+  t.same(await read('never-seen'), { current: 0, ttl: 0 }, 'a key never counted: 0 (the guard looks it up)')
+  t.same(await read('newcomer'), { current: 0, ttl: 0 }, 'one counted in the overflow: 0 too, its count is not its own')
+  t.equal((await read('a')).current, 1, 'a key with a counter of its own reads it')
+})
+
 t.test('each child is a store of its own', async (t) => {
   const { s, incr } = store(1)
   await incr('a')
