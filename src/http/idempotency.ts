@@ -25,8 +25,6 @@ declare module 'fastify' {
 }
 
 const KEY = /^[\x20-\x7E]{1,255}$/
-/** One stored answer in this many also deletes expired records, so the table stays at a day's keys. */
-const PURGE_EVERY = 100
 
 function idempotencyKey(request: FastifyRequest): string | undefined {
   const raw = request.headers['idempotency-key']
@@ -207,7 +205,6 @@ export async function answerIdempotently(
       const location = reply.getHeader('location')
       const stored = secret ? withoutSecret(result.body) : payload
       await repo.save(scope, key, hash, { status: result.status, location: typeof location === 'string' ? location : undefined, body: stored })
-      if (Math.random() * PURGE_EVERY < 1) await repo.purgeExpired()
     }
     return { status: result.status, payload }
   })

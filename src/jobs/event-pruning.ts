@@ -3,8 +3,8 @@
 // statement, so that no delete holds many rows' locks for long or blocks the writes that add
 // events; instances pruning at once skip each other's rows instead of waiting for them. Each run
 // also clears the previous secrets whose 24 hours after a rotation are over (no delivery is
-// signed with one any more, so none is kept), and removes the deliveries of deleted endpoints,
-// which nothing shows since their DELETE.
+// signed with one any more, so none is kept), removes the deliveries of deleted endpoints, which
+// nothing shows since their DELETE, and the Idempotency-Key records past their 24 hours.
 import type { Repos } from '../db/repos/index.js'
 import type { DeliveryPosition } from '../db/repos/webhooks.js'
 import { inBatches, periodic, type BatchJobOptions, type PeriodicJob } from './periodic.js'
@@ -38,7 +38,7 @@ async function purgeDeletedEndpoints(repos: Repos, batch: number, stopping: () =
   return total
 }
 
-/** `runOnce()` resolves to the number of events it deleted (the secrets it cleared and the deliveries it purged are not counted). */
+/** `runOnce()` resolves to the number of events it deleted (the secrets, deliveries and Idempotency-Key records it removed are not counted). */
 export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
   const batch = options.batch ?? PRUNE_BATCH
   return periodic({
@@ -49,6 +49,7 @@ export function eventPruning(options: BatchJobOptions): PeriodicJob<number> {
     run: async (stopping) => {
       await inBatches(() => options.repos.webhooks.clearExpiredSecrets(batch), batch, stopping)
       await purgeDeletedEndpoints(options.repos, batch, stopping)
+      await inBatches(() => options.repos.idempotency.purgeExpired(batch), batch, stopping)
       return inBatches(() => options.repos.outbox.pruneExpired(batch), batch, stopping)
     },
   })

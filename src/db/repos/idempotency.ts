@@ -66,18 +66,25 @@ export function idempotencyRepo(db: Database) {
     },
 
     /**
-     * Deletes records past their 24 hours, but those another transaction holds (SKIP LOCKED): it
-     * runs in a request's transaction, and a purge that waited for a row could wait for a request
-     * that holds an expired record (storing its answer under a key reused after 24 hours) and then
-     * waits for this purge's rows in a purge of its own, a deadlock. The next purge takes them.
+     * Deletes up to `limit` records past their 24 hours, the oldest first, but those another
+     * transaction holds (SKIP LOCKED): a request that reuses a key after its 24 hours holds its
+     * expired record, and instances pruning at once hold each other's. Returns how many. Run by
+     * the pruning job (jobs/event-pruning.ts), in batches: in a request's transaction, as it was,
+     * one unbounded delete made a random write as slow as the day's keys were many.
      */
-    async purgeExpired(): Promise<void> {
+    async purgeExpired(limit: number): Promise<number> {
       const expired = db
         .select({ scope: idempotency_keys.scope, key: idempotency_keys.key })
         .from(idempotency_keys)
         .where(lt(idempotency_keys.created_at, sql`now() - ${KEEP}`))
+        .orderBy(idempotency_keys.created_at)
+        .limit(limit)
         .for('update', { skipLocked: true })
-      await db.delete(idempotency_keys).where(sql`(${idempotency_keys.scope}, ${idempotency_keys.key}) in (${expired})`)
+      const deleted = await db
+        .delete(idempotency_keys)
+        .where(sql`(${idempotency_keys.scope}, ${idempotency_keys.key}) in (${expired})`)
+        .returning({ key: idempotency_keys.key })
+      return deleted.length
     },
   }
 }
