@@ -151,6 +151,29 @@ function refuseUnbuildableUrl(request: FastifyRequest): void {
   }
 }
 
+/**
+ * The app: Fastify, its hooks, its routes. A request meets the hooks in this order (Fastify runs a
+ * phase's hooks in the order they are added, a route's own after the app's), which is how the
+ * contract's precedence holds: 401, 403 and 429 before anything about the body.
+ *
+ * | phase         | hooks, in order                                                                    |
+ * |---------------|------------------------------------------------------------------------------------|
+ * | onRequest     | guard.identify (the key's shape and hash, the operator token); the portal's and    |
+ * |               | the operator's per-address limits (@fastify/rate-limit, a route hook)              |
+ * | preParsing    | guard.authorize (the key looked up or counted: 401, 403, 429); refuseBeforeTheBody |
+ * |               | (the headers' 400s, a coded body's 415, then 100 Continue)                         |
+ * | (body parsed) | json-parser.ts, form-parser.ts (400, 413, 415)                                     |
+ * | preValidation | refuseBadHeaders again for /docs/, refuseUndecodableUrl; form-parser.ts (a portal  |
+ * |               | form must be a form); conditional.ts (If-None-Match and If-Match bounds)           |
+ * | validation    | the route's schemas (validation.ts)                                                |
+ * | preHandler    | idempotency.ts (Idempotency-Key)                                                   |
+ * | handler       | routes.ts, then the handler                                                        |
+ * | onSend        | this file's (request id, nosniff, the pages' and feeds' headers, Connection: close |
+ * |               | while draining); conditional.ts (ETag, 304); body-budget.ts (large answers)        |
+ * | onResponse    | metrics, the key's last use, the request's log line                                |
+ *
+ * Errors thrown anywhere go to the error handler below (guard.refusal settles a 4xx first).
+ */
 export async function buildApp(config: Config, database: DbHandle, options: BuildOptions = {}): Promise<FastifyInstance> {
   // Each routed request's id, and each connection's last, for what is written beneath Fastify (connection.ts).
   const routed: RoutedRequests = { ids: new WeakMap(), lastOnSocket: new WeakMap() }
