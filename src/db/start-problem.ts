@@ -6,18 +6,23 @@ import { findCause } from './results.js'
 const SQLSTATE = /^[0-9A-Z]{5}$/
 
 /** The error PostgreSQL itself sent, wherever it is among the causes (Drizzle wraps it): it has a severity, a Node error (EPERM) none. */
-function postgresError(error: unknown): { code: string; message: string } | undefined {
+function postgresError(error: unknown): { code: string; message: string; fatal: boolean } | undefined {
   const sent = findCause(error, ({ code, severity }) => typeof severity === 'string' && typeof code === 'string' && SQLSTATE.test(code))
-  return sent && { code: sent.code as string, message: String(sent.message) }
+  return sent && { code: sent.code as string, message: String(sent.message), fatal: sent.severity === 'FATAL' }
 }
 
 const firstLine = (message: unknown) => String(message).split('\n', 1)[0]
 
-/** Hints for the SQLSTATEs an operator meets when DATABASE_URL names the wrong thing. */
-const HINTS: [RegExp, string][] = [
-  [/^3D000$/, 'create it (createdb), or set DATABASE_URL to a database that exists'],
-  [/^28/, 'check the user and password in DATABASE_URL'],
-  [/^42501$/, 'the user in DATABASE_URL needs the right to create tables in this database'],
+/**
+ * Hints for the SQLSTATEs an operator meets when DATABASE_URL names the wrong thing. 42501 is
+ * FATAL when the connection itself is refused (no CONNECT privilege), an error when a migration
+ * may not create its tables.
+ */
+const HINTS: [RegExp, 'fatal' | 'error' | 'any', string][] = [
+  [/^3D000$/, 'any', 'create it (createdb), or set DATABASE_URL to a database that exists'],
+  [/^28/, 'any', 'check the user and password in DATABASE_URL'],
+  [/^42501$/, 'fatal', 'the user in DATABASE_URL needs the CONNECT privilege on this database'],
+  [/^42501$/, 'error', 'the user in DATABASE_URL needs the right to create tables in this database'],
 ]
 
 /**
@@ -31,6 +36,7 @@ export function databaseStartProblem(error: unknown, database: string): string |
   const unreachable = refusal ? undefined : unavailableCause(error)
   if (unreachable) return `${database} cannot be reached (${firstLine(unreachable.message)}): start it, or set DATABASE_URL to a database that answers.`
   if (!refusal) return undefined
-  const hint = HINTS.find(([pattern]) => pattern.test(refusal.code))?.[1]
+  const severity = refusal.fatal ? 'fatal' : 'error'
+  const hint = HINTS.find(([pattern, when]) => pattern.test(refusal.code) && (when === 'any' || when === severity))?.[2]
   return `${database} refused the start: ${firstLine(refusal.message)} (SQLSTATE ${refusal.code})${hint ? `: ${hint}.` : '.'}`
 }

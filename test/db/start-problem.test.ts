@@ -35,3 +35,10 @@ t.test("an unreachable database's line names the connection's error, never the s
   const multiline = new DrizzleQueryError('select 1', [], refusal('28P01', 'password authentication failed for user "app"\nDETAIL: more'))
   t.equal(databaseStartProblem(multiline, WHERE), `${WHERE} refused the start: password authentication failed for user "app" (SQLSTATE 28P01): check the user and password in DATABASE_URL.`)
 })
+
+t.test('a 42501 at the connection is the CONNECT privilege, at a migration the right to create tables', async (t) => {
+  // Both said "needs the right to create tables" (found by a review).
+  const fatal = Object.assign(new Error('permission denied for database "app"'), { name: 'PostgresError', severity: 'FATAL', code: '42501' })
+  t.equal(databaseStartProblem(fatal, WHERE), `${WHERE} refused the start: permission denied for database "app" (SQLSTATE 42501): the user in DATABASE_URL needs the CONNECT privilege on this database.`)
+  t.match(databaseStartProblem(new DrizzleQueryError('create table x ()', [], refusal('42501', 'permission denied for schema public')), WHERE), /needs the right to create tables/)
+})
