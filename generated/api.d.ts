@@ -782,8 +782,9 @@ export interface paths {
          *       authentication, those answered `429` past the address's budget included.
          *     - `http_busy_total` by `reason`: requests answered `503 unavailable` because the
          *       instance was busy, not the database: `large_answers` (too many large answers being
-         *       sent, in all or to one client) or `renders` (too many of one project's changelog
-         *       bodies waiting to be rendered).
+         *       sent, in all or to one client), `renders` (too many of one project's changelog
+         *       bodies waiting to be rendered) or `shutting_down` (a `/readyz` while the instance
+         *       stops).
          *     - `http_slow_answers_closed_total`: connections closed because a large answer on them
          *       moved less than 64 KiB a second over 10 s (a client reading too slowly).
          *     - `db_unavailable_total`: requests answered `503 unavailable` because of the database;
@@ -849,7 +850,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description The database answers a query. `503 unavailable` when it does not.
+         * @description The database answers a query. `503 unavailable` when it does not, and while the instance stops (from a stop signal until its port closes, `SHUTDOWN_DELAY_MS` of the README), so that a load balancer sends it no more requests.
          */
         get: operations["getReady"];
         put?: never;
@@ -2816,6 +2817,8 @@ export interface components {
         /**
          * @description Always `no-store`: the answer shows a secret (an API key, a webhook signing secret),
          *     which no cache, shared or private, may keep. Its replay under an `Idempotency-Key` too.
+         *     A tester's `token` is read like the rest of its record (`private, no-cache`, with an
+         *     `ETag`): the team hands it out in the join link, and a shared cache keeps none of it.
          */
         SecretCacheControl: "no-store";
         /** @description Always `nosniff`, on every response. */

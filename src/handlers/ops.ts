@@ -5,7 +5,7 @@ export const getHealth: Handler<'getHealth'> = async () => ({ status: 200, body:
 
 export const getReady: Handler<'getReady'> = async (_request, ctx) => {
   // A load balancer stops sending here before the port closes (SHUTDOWN_DELAY_MS, server.ts).
-  if (ctx.lifecycle.draining) throw new ApiError('unavailable', 'This instance is shutting down; retry on another.', { headers: { 'retry-after': '1' } })
+  if (ctx.lifecycle.draining) throw new ApiError('unavailable', 'This instance is shutting down; retry on another.', { headers: { 'retry-after': '1' }, busy: 'shutting_down' })
   await ctx.ping()
   return { status: 200, body: { status: 'ok' } }
 }

@@ -34,7 +34,7 @@ export type RateLimitCategory = (typeof RATE_LIMIT_CATEGORIES)[number]
  * (body-budget.ts), or too many of a project's changelog bodies waiting to be rendered
  * (markdown-rendering.ts).
  */
-const BUSY_REASONS = ['large_answers', 'renders'] as const
+const BUSY_REASONS = ['large_answers', 'renders', 'shutting_down'] as const
 export type BusyReason = (typeof BUSY_REASONS)[number]
 
 /** What a failed authentication presented: an API key (or nothing) on /v1, or a wrong ADMIN_TOKEN. */
@@ -98,7 +98,7 @@ export function makeMetrics(poolStats: () => PoolStats, deadlineMisses: () => nu
   })
   const busy = new Counter({
     name: 'http_busy_total',
-    help: "Requests answered 503 unavailable because this instance was busy, not the database: too many large answers being sent (large_answers), or too many of a project's changelog bodies waiting to be rendered (renders).",
+    help: "Requests answered 503 unavailable because this instance was busy, not the database: too many large answers being sent (large_answers), too many of a project's changelog bodies waiting to be rendered (renders), or a readiness check while the instance stops (shutting_down).",
     labelNames: ['reason'] as const,
     registers,
   })

