@@ -174,6 +174,8 @@ export function refuseRepeatedContentType(request: FastifyRequest): void {
 export async function refuseUndecodableUrl(request: FastifyRequest): Promise<void> {
   // Under an operation's route; a path that names none is a 404 like any unknown path.
   if (UNDECODABLE_PATH in request.raw && request.routeOptions.config.route) throw undecodablePath()
+  // An unknown path or method is its 404 or 405 whatever its query (contract §1; found by a fuzz).
+  if (request.is404) return
   const url = request.raw.url ?? ''
   const start = url.indexOf('?')
   // Only a % escape can fail to decode: most query strings have none.

@@ -15,6 +15,29 @@ t.test('an unknown path is a problem+json 404', async (t) => {
   t.equal(res.json.request_id, res.headers['x-request-id'])
 })
 
+t.test('an unknown path or method is its 404 or 405 whatever its headers or query', async (t) => {
+  // An If-Match longer than the spec's bound, or a query that does not decode, made them a 400
+  // (found by a contract fuzz).
+  const app = await testApp()
+  const long = 'x'.repeat(2000)
+  const answers = [
+    await call(t, app, { url: '/nope', headers: { 'if-none-match': long } }),
+    await call(t, app, { method: 'PUT', url: '/v1/changelog', headers: { 'if-match': long } }),
+    await call(t, app, { url: '/nope?%ZZ=1' }),
+    await call(t, app, { url: '/beta/feedback?%ZZ=1' }),
+  ]
+  t.same(
+    answers.map((res) => [res.status, res.json.code]),
+    [
+      [404, 'not_found'],
+      [405, 'method_not_allowed'],
+      [404, 'not_found'],
+      [405, 'method_not_allowed'],
+    ],
+  )
+  t.equal((await call(t, app, { url: '/v1/changelog?%ZZ=1', key: (await createProject()).key })).status, 400, 'under an operation the query is still a 400')
+})
+
 t.test('an absolute-form request target is answered as its path is: 405 with Allow, 404, 200', async (t) => {
   const send = await overHttp(await testApp({ adminToken: ADMIN_TOKEN }))
   const wrongMethod = await send({ method: 'DELETE', path: 'http://api.example/healthz' })
