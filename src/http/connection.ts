@@ -61,13 +61,24 @@ export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests
     // A request already routed is logged by logClientGone below; without one, this is the only
     // trace of it.
     if (!response) this.log.info({ request_id: id, status: problem.status, code: problem.code }, 'request refused before routing')
-    if (socket.writable && !response?.headersSent) socket.write(rawProblem(problem, id))
+    if (socket.writable && !response?.headersSent) socket.write(rawProblem(problem, id, answersHead(error, response)))
     socket.destroy(error)
   }
 }
 
-/** A problem as a whole HTTP/1.1 response that closes its connection, for a socket no route answers on. */
-function rawProblem(problem: ApiError, id: string): string {
+/**
+ * Whether the request answered is a HEAD, whose answer has no body (RFC 9110 §9.3.2): a 431 or a
+ * 408 with a body after its headers was "data after Connection: close" to Node's own client
+ * (found by a contract fuzz). Known from its routed response, else from the bytes the parser
+ * failed on when they begin with the request line; a request whose headers never ended is not known.
+ */
+function answersHead(error: NodeJS.ErrnoException & { rawPacket?: Buffer }, response: ServerResponse | undefined): boolean {
+  if (response) return response.req.method === 'HEAD'
+  return error.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD '
+}
+
+/** A problem as a whole HTTP/1.1 response that closes its connection, for a socket no route answers on; without its body for a HEAD. */
+function rawProblem(problem: ApiError, id: string, head = false): string {
   const body = JSON.stringify(problemBody(problem, id))
   const headers = {
     ...problem.options.headers,
@@ -77,8 +88,8 @@ function rawProblem(problem: ApiError, id: string): string {
     ...NOSNIFF,
     connection: 'close',
   }
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
-  return `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n${head}\r\n${body}`
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  return `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n${lines}\r\n${head ? '' : body}`
 }
 
 /**

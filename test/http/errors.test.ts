@@ -72,6 +72,19 @@ t.test('a Host header sent twice or holding no host and port is a 400 (RFC 9112 
   t.match(docs10, /^HTTP\/1\.1 400 [^]*"path":"\/Host"/, 'HTTP/1.0 at /docs/, which needs a host to build its page: naming Host, not X-Forwarded-Host')
 })
 
+t.test('headers past the size Node reads are a 431 problem; its answer to a HEAD has no body', async (t) => {
+  // Node's own answer had no X-Request-Id and no problem; ours to a HEAD had a body after its
+  // headers, which Node's client took for a broken answer (found by a contract fuzz).
+  const app = await testApp()
+  await overHttp(app)
+  const long = 'x'.repeat(70_000)
+  const get = await rawExchange(app, `GET /v1/changelog?q=${long} HTTP/1.1\r\nHost: a\r\n\r\n`, { keepOpen: true })
+  t.match(get, /^HTTP\/1\.1 431 [^]*x-request-id: [^]*x-content-type-options: nosniff[^]*\r\n\r\n\{"type":"about:blank","title":"Request Header Fields Too Large","status":431,"code":"headers_too_large"/)
+  const head = await rawExchange(app, `HEAD /v1/changelog?q=${long} HTTP/1.1\r\nHost: a\r\n\r\n`, { keepOpen: true })
+  t.match(head, /^HTTP\/1\.1 431 [^]*content-length: \d+\r\n/, 'a HEAD: the same status and headers')
+  t.ok(head.endsWith('\r\n\r\n'), 'and nothing after them')
+})
+
 t.test('an Expect other than 100-continue is a 400 problem, after the key; 100-continue is met', async (t) => {
   // Node answered a bare 417, without X-Request-Id or a problem (found by an attacker review).
   const app = await testApp({ adminToken: ADMIN_TOKEN })
