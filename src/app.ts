@@ -19,7 +19,7 @@ import { bodyBudget, registerBodyBudget, type BodyBudgets } from './http/body-bu
 import { SEND_WINDOW_MS, sendWatch, type SendWatch, type SendWatchOptions } from './http/send-rate.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
-import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF, type RoutedRequests } from './http/connection.js'
+import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF, unfinishedRequestSweep, type RoutedRequests } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
 import { registerRateLimit } from './http/rate-limit.js'
@@ -307,8 +307,10 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   app.decorate('drain', () => {
     ctx.lifecycle.draining = true
   })
+  const unfinished = unfinishedRequestSweep(app.server)
   app.addHook('preClose', async () => {
     ctx.lifecycle.draining = true
+    unfinished.start()
   })
   app.addHook('onSend', async (request, reply, payload) => {
     if (ctx.lifecycle.draining) reply.header('connection', 'close')

@@ -1,7 +1,7 @@
 // What happens on the connection itself, beneath the routes: a request that takes too long to
 // arrive, headers too large to parse, a client that hangs up mid-request.
 import { randomUUID } from 'node:crypto'
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError, problemBody } from './errors.js'
@@ -66,6 +66,40 @@ export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests
     if (!response && socket.writable) return closeAfter(socket, rawProblem(problem, id, answersHead(error, response)))
     if (socket.writable && !response?.headersSent) socket.write(rawProblem(problem, id, answersHead(error, response)))
     socket.destroy(error)
+  }
+}
+
+/** How often a closing server ends the connections that hold no request it can finish. */
+const CLOSING_SWEEP_MS = 250
+
+/**
+ * Ends, once started (as the server closes), every connection that is not serving a request whose
+ * body has all arrived, then again every CLOSING_SWEEP_MS until the server has closed. A request
+ * that has not arrived in full (its headers or its body) would be answered 408 by Node's request
+ * timeout, but server.close() stops Node's checks, and closing waited for it until close-with-grace
+ * ended the process with exit code 1 at 10 s (found by a review: one client that had sent half a
+ * request at SIGTERM). Node closes idle connections itself; these go with them. `_httpMessage` is
+ * Node's private field for the response a socket serves (see makeClientErrorHandler).
+ */
+export function unfinishedRequestSweep(server: Server): { start(): void } {
+  const open = new Set<Socket>()
+  server.on('connection', (socket: Socket) => {
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+  })
+  const sweep = () => {
+    for (const socket of open) {
+      const response = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
+      if (!response?.req.complete) socket.destroy()
+    }
+  }
+  return {
+    start() {
+      sweep()
+      const timer = setInterval(sweep, CLOSING_SWEEP_MS)
+      timer.unref()
+      server.once('close', () => clearInterval(timer))
+    },
   }
 }
 

@@ -180,3 +180,18 @@ t.test('a real database outage is still logged as an error: once, when it begins
     'the refused request itself adds no error line (and no stack): the outage line says it',
   )
 })
+
+t.test('closing ends the connections whose request has not arrived in full, whatever the request timeout', async (t) => {
+  // server.close() stops Node's request-timeout checks: one client that had sent half a request
+  // held the close until close-with-grace ended the process, exit code 1 (found by a review).
+  const { key } = await createProject()
+  const { app, port } = await listeningApp(t, await testDatabase(), { requestTimeoutMs: 3_600_000 })
+  const halfHeaders = rawConnection(port)
+  halfHeaders.socket.write('GET /healthz HTTP/1.1\r\nHost: test\r\n')
+  const halfBody = rawConnection(port)
+  halfBody.socket.write(`POST /v1/changelog HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"title":`)
+  await Promise.all([halfHeaders, halfBody].map(({ socket }) => new Promise((resolve) => (socket.connecting ? socket.once('connect', resolve) : resolve(undefined)))))
+  const closed = await Promise.race([app.close().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), PATIENCE_MS).unref())])
+  t.equal(closed, true, 'the app closed')
+  t.same([await halfHeaders.closed, await halfBody.closed], [true, true], 'and ended both connections')
+})
