@@ -57,6 +57,16 @@ export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests
       socket.destroy()
       return
     }
+    if (response?.req.complete && !response.writableFinished) {
+      // What failed is a later request, pipelined behind one that arrived whole and is being
+      // answered: that one's answer goes out, then the connection closes, and the request that
+      // could not be read gets none. It took the first one's answer (a 400 under its id) before
+      // (found by a review).
+      this.log.info({ request_id: routed.ids.get(response.req), code: error.code }, 'a request pipelined behind this one could not be read; the connection closes after its answer')
+      if (!response.headersSent) response.setHeader('connection', 'close')
+      response.once('close', () => socket.destroy())
+      return
+    }
     const id = (response && routed.ids.get(response.req)) ?? randomUUID()
     // A request already routed is logged by logClientGone below; without one, this is the only
     // trace of it.

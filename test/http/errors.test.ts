@@ -425,3 +425,12 @@ t.test('Expect in HTTP/1.0 is ignored; an Expect list is refused before the body
   const listed = await rawExchange(app, `POST /v1/changelog HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nExpect: 100-continue, x\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, { keepOpen: true })
   t.match(listed, /^HTTP\/1\.1 400 [^]*"path":"\/Expect"/, 'a list: refused without its body')
 })
+
+t.test('a request that cannot be read, pipelined behind one being answered: that one gets its own answer, then the connection closes', async (t) => {
+  // The 400 for the second went out as the first one's answer, under its request id (found by a review).
+  const app = await testApp()
+  await overHttp(app)
+  const answer = await rawExchange(app, 'GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1 x\r\nHost: a\r\n\r\n', { keepOpen: true })
+  t.match(answer, /^HTTP\/1\.1 200 [^]*\r\nconnection: close\r\n[^]*\{"status":"ok"\}$/, 'the first request: its 200, saying the connection closes')
+  t.equal(answer.match(/HTTP\/1\.1 /g)?.length, 1, 'and nothing after it')
+})
