@@ -79,17 +79,23 @@ export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests
   }
 }
 
-/** How often a closing server ends the connections that hold no request it can finish. */
+/**
+ * How long a closing server waits for a request that is still arriving (its headers or its body)
+ * before it ends the connection, and how often it looks again after that. Within the 10 s a stop
+ * has, after SHUTDOWN_DELAY_MS (at most 5 s), for the request's handler to run.
+ */
+const CLOSING_GRACE_MS = 3000
 const CLOSING_SWEEP_MS = 250
 
 /**
- * Ends, once started (as the server closes), every connection that is not serving a request whose
- * body has all arrived, then again every CLOSING_SWEEP_MS until the server has closed. A request
- * that has not arrived in full (its headers or its body) would be answered 408 by Node's request
- * timeout, but server.close() stops Node's checks, and closing waited for it until close-with-grace
- * ended the process with exit code 1 at 10 s (found by a review: one client that had sent half a
- * request at SIGTERM). Node closes idle connections itself; these go with them. `_httpMessage` is
- * Node's private field for the response a socket serves (see makeClientErrorHandler).
+ * Once started (as the server closes), gives a request still arriving CLOSING_GRACE_MS to arrive in
+ * full, then ends every connection that is not serving a request whose body has all arrived, and
+ * again every CLOSING_SWEEP_MS until the server has closed. Such a request would be answered 408
+ * by Node's request timeout, but server.close() stops Node's checks, and closing waited for it
+ * until close-with-grace ended the process with exit code 1 at 10 s (found by a review: one client
+ * that had sent half a request at SIGTERM). A request that arrives in full meanwhile is served,
+ * as every request in flight is. Node closes idle connections itself. `_httpMessage` is Node's
+ * private field for the response a socket serves (see makeClientErrorHandler).
  */
 export function unfinishedRequestSweep(server: Server): { start(): void } {
   const open = new Set<Socket>()
@@ -105,10 +111,13 @@ export function unfinishedRequestSweep(server: Server): { start(): void } {
   }
   return {
     start() {
-      sweep()
-      const timer = setInterval(sweep, CLOSING_SWEEP_MS)
+      let timer: NodeJS.Timeout = setTimeout(() => {
+        sweep()
+        timer = setInterval(sweep, CLOSING_SWEEP_MS)
+        timer.unref()
+      }, CLOSING_GRACE_MS)
       timer.unref()
-      server.once('close', () => clearInterval(timer))
+      server.once('close', () => clearTimeout(timer))
     },
   }
 }
