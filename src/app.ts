@@ -309,7 +309,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
   })
   const unfinished = unfinishedRequestSweep(app.server)
   app.addHook('preClose', async () => {
-    ctx.lifecycle.draining = true
+    app.drain()
     unfinished.start()
   })
   app.addHook('onSend', async (request, reply, payload) => {

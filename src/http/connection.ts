@@ -46,11 +46,7 @@ export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests
     // A connection reset: there is no one left to answer.
     if (error.code === 'ECONNRESET' || socket.destroyed) return
     const problem = connectionProblem(error.code, timeoutMs)
-    // The response of a request already routed, if any. `_httpMessage` is Node's private field
-    // (no public way reads a socket's response), which Node's own clientError handler reads the
-    // same way (lib/_http_server.js, socketOnError), unchanged on Node 20 and 24 (both in CI).
-    // Without it, a body trickled past the timeout gets no 408: test/http/slow-requests.test.ts.
-    const response = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
+    const response = servedResponse(socket)
     const answered = response ? undefined : routed.lastOnSocket.get(socket)
     if (answered && !answered.complete) {
       this.log.info({ request_id: routed.ids.get(answered), code: error.code }, 'the rest of an answered request never arrived; connection closed')
@@ -67,17 +63,29 @@ export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests
       response.once('close', () => socket.destroy())
       return
     }
-    const id = (response && routed.ids.get(response.req)) ?? randomUUID()
-    // A request already routed is logged by logClientGone below; without one, this is the only
-    // trace of it.
-    if (!response) this.log.info({ request_id: id, status: problem.status, code: problem.code }, 'request refused before routing')
-    // Before routing, closed gracefully; a routed request's is destroyed with the error, which
-    // ends the request (logged by logClientGone), as its client sends no more anyway.
-    if (!response && socket.writable) return closeAfter(socket, rawProblem(problem, id, answersHead(error, response)))
-    if (socket.writable && !response?.headersSent) socket.write(rawProblem(problem, id, answersHead(error, response)))
+    if (!response) {
+      // Before routing: this line is the only trace of the request, and the connection is closed gracefully.
+      const id = randomUUID()
+      this.log.info({ request_id: id, status: problem.status, code: problem.code }, 'request refused before routing')
+      if (socket.writable) return closeAfter(socket, rawProblem(problem, id, beginsHead(error)))
+      return void socket.destroy(error)
+    }
+    // A routed request (logged by logClientGone): answered unless its answer has begun, then
+    // destroyed with the error, which ends the request, as its client sends no more anyway.
+    const id = routed.ids.get(response.req) ?? randomUUID()
+    if (socket.writable && !response.headersSent) socket.write(rawProblem(problem, id, response.req.method === 'HEAD'))
     socket.destroy(error)
   }
 }
+
+/**
+ * The response a socket is serving, if any. `_httpMessage` is Node's private field (no public way
+ * reads a socket's response), which Node's own clientError handler reads the same way
+ * (lib/_http_server.js, socketOnError), unchanged on Node 20 and 24 (both in CI). Without it, a
+ * body trickled past the timeout gets no 408, and closing waits for a half-sent request:
+ * test/http/slow-requests.test.ts.
+ */
+const servedResponse = (socket: Socket): ServerResponse | undefined => (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
 
 /**
  * How long a closing server waits for a request that is still arriving (its headers or its body)
@@ -94,8 +102,7 @@ const CLOSING_SWEEP_MS = 250
  * by Node's request timeout, but server.close() stops Node's checks, and closing waited for it
  * until close-with-grace ended the process with exit code 1 at 10 s (found by a review: one client
  * that had sent half a request at SIGTERM). A request that arrives in full meanwhile is served,
- * as every request in flight is. Node closes idle connections itself. `_httpMessage` is Node's
- * private field for the response a socket serves (see makeClientErrorHandler).
+ * as every request in flight is. Node closes idle connections itself.
  */
 export function unfinishedRequestSweep(server: Server): { start(): void } {
   const open = new Set<Socket>()
@@ -105,8 +112,7 @@ export function unfinishedRequestSweep(server: Server): { start(): void } {
   })
   const sweep = () => {
     for (const socket of open) {
-      const response = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
-      if (!response?.req.complete) socket.destroy()
+      if (!servedResponse(socket)?.req.complete) socket.destroy()
     }
   }
   return {
@@ -143,13 +149,12 @@ function closeAfter(socket: Socket, answer: string): void {
 }
 
 /**
- * Whether the request answered is a HEAD, whose answer has no body (RFC 9110 §9.3.2): a 431 or a
- * 408 with a body after its headers was "data after Connection: close" to Node's own client
- * (found by a contract fuzz). Known from its routed response, else from the bytes the parser
- * failed on when they begin with the request line; a request whose headers never ended is not known.
+ * Whether a request refused before routing is a HEAD, whose answer has no body (RFC 9110 §9.3.2):
+ * a 431 or a 408 with a body after its headers was "data after Connection: close" to Node's own
+ * client (found by a contract fuzz). Known when the bytes the parser failed on begin with the
+ * request line; a request whose headers never ended is not known.
  */
-function answersHead(error: NodeJS.ErrnoException & { rawPacket?: Buffer }, response: ServerResponse | undefined): boolean {
-  if (response) return response.req.method === 'HEAD'
+function beginsHead(error: NodeJS.ErrnoException & { rawPacket?: Buffer }): boolean {
   return error.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD '
 }
 
