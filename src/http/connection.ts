@@ -73,7 +73,11 @@ export function makeClientErrorHandler(timeoutMs: number, routed: RoutedRequests
     // A routed request (logged by logClientGone): answered unless its answer has begun, then
     // destroyed with the error, which ends the request, as its client sends no more anyway.
     const id = routed.ids.get(response.req) ?? randomUUID()
-    if (socket.writable && !response.headersSent) socket.write(rawProblem(problem, id, response.req.method === 'HEAD'))
+    if (socket.writable && !response.headersSent) {
+      socket.write(rawProblem(problem, id, response.req.method === 'HEAD'))
+      // The client's end of the stream mid-request is its going away, not a request refused.
+      if (error.code !== 'HPE_INVALID_EOF_STATE') refusedMidRequest.set(response.req, problem)
+    }
     socket.destroy(error)
   }
 }
@@ -197,14 +201,22 @@ export function makeConnectHandler(app: FastifyInstance) {
 export const isClientGone = (request: FastifyRequest): boolean => request.raw.readableAborted || request.socket.destroyed === true
 
 /**
- * Fastify's onRequestAbort hook: the one log line of a request whose client went away, at info
- * and without a stack. It runs whether or not the route had begun to read the body.
+ * The routed requests the HTTP layer answered itself while they were still arriving (a 408, or a
+ * 400 for a body that is not valid HTTP, such as a chunk size that is not hexadecimal), with that
+ * answer: their client did not go away, and their log line says what they were answered.
+ */
+const refusedMidRequest = new WeakMap<IncomingMessage, ApiError>()
+
+/**
+ * Fastify's onRequestAbort hook: the one log line of a request that ended before its route
+ * answered, at info and without a stack: its client went away, or the HTTP layer refused it (then
+ * with the status and code it was answered). It runs whether or not the route had begun to read
+ * the body. A refused body logged "request aborted" with no status before (found by a review).
  */
 export async function logClientGone(request: FastifyRequest): Promise<void> {
-  const socket = request.raw.socket as Socket & { errored?: NodeJS.ErrnoException | null }
-  const timedOut = socket.errored?.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-  request.log.info(
-    { method: request.method, route: request.routeOptions.url ?? null, status: timedOut ? 408 : null },
-    timedOut ? 'request timed out' : 'request aborted',
-  )
+  const route = { method: request.method, route: request.routeOptions.url ?? null }
+  const problem = refusedMidRequest.get(request.raw)
+  if (!problem) return void request.log.info({ ...route, status: null }, 'request aborted')
+  const message = problem.code === 'request_timeout' ? 'request timed out' : 'request refused: not valid HTTP'
+  request.log.info({ ...route, status: problem.status, code: problem.code }, message)
 }

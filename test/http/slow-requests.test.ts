@@ -165,6 +165,40 @@ t.test('a client that closes its connection mid-body is logged at info as aborte
   t.notOk(all.some((l) => (l.level as number) >= 40 || 'err' in l || /unavailable/.test(JSON.stringify(l))), 'no error, no stack, no outage')
 })
 
+t.test('a routed body that is not valid HTTP is answered 400 and logged as refused, whatever the key', async (t) => {
+  const { port, lines, logLine } = await listeningApp(t, await testDatabase())
+  const head = (id: string, key: string) =>
+    `POST /v1/changelog HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+    `Transfer-Encoding: chunked\r\nX-Request-Id: ${id}\r\n`
+  // "zz" is no chunk size. Sent after Node's 100 Continue (the route has begun), and in the same
+  // packet as the headers (found by an outside review), with a key that is valid and one that is not.
+  const { key } = await createProject()
+  const shapes = [
+    { id: 'chunk-after-continue', key, continued: true },
+    { id: 'chunk-same-packet', key: `fbk_${'u'.repeat(40)}`, continued: false },
+  ]
+  for (const shape of shapes) {
+    const conn = rawConnection(port)
+    if (shape.continued) {
+      conn.socket.write(`${head(shape.id, shape.key)}Expect: 100-continue\r\n\r\n`)
+      await new Promise<void>((resolve) => conn.socket.once('data', () => resolve()))
+      conn.socket.write('zz\r\n{}\r\n0\r\n\r\n')
+    } else {
+      conn.socket.write(`${head(shape.id, shape.key)}\r\nzz\r\n{}\r\n0\r\n\r\n`)
+    }
+    t.ok(await conn.closed, `${shape.id}: the server closed the connection`)
+    const res = parseResponse(conn.received().replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''))
+    t.match(res.statusLine, /^HTTP\/1\.1 400 /, `${shape.id}: answered 400`)
+    t.equal(res.headers.connection, 'close')
+    const problem = JSON.parse(res.body)
+    t.same(schemaProblems('Problem', problem), [], 'a problem as the spec describes it')
+    t.match(problem, { status: 400, code: 'validation_failed', request_id: shape.id })
+    const line = await logLine((l) => l.request_id === shape.id)
+    t.match(line, { level: 30, msg: 'request refused: not valid HTTP', status: 400, code: 'validation_failed', route: '/v1/changelog' })
+    t.equal(lines.filter((l) => l.request_id === shape.id).length, 1, `${shape.id}: one line, not "request aborted" as well`)
+  }
+})
+
 t.test('a real database outage is still logged as an error: once, when it begins, with its reason', async (t) => {
   // Nothing listens on port 1: the database refuses every connection.
   const database = await openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:1/none', connectTimeout: 2 })
