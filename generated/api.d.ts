@@ -1411,7 +1411,9 @@ export interface components {
          * @description An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to
          *     9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is
          *     `400 validation_failed`. Seconds are `00` to `59`: a leap second (`23:59:60`), which
-         *     RFC 3339 allows, is a `400` too.
+         *     RFC 3339 allows, is a `400` too. The fraction of a second may have any number of digits
+         *     (within the 64 characters); it is kept to the millisecond, truncated
+         *     (`.1239` is stored as `.123`).
          * @example 2026-12-01T09:00:00+01:00
          */
         InputTimestamp: string;
@@ -2283,7 +2285,7 @@ export interface components {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 /** @description Always `Bearer`. */
-                "WWW-Authenticate"?: "Bearer";
+                "WWW-Authenticate": "Bearer";
                 [name: string]: unknown;
             };
             content: {
@@ -2398,7 +2400,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 /** @description Seconds to wait before sending the request again. */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 [name: string]: unknown;
             };
             content: {
@@ -2477,7 +2479,7 @@ export interface components {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 /** @description Seconds until the budget renews. */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -2513,7 +2515,7 @@ export interface components {
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Robots-Tag": components["headers"]["X-Robots-Tag"];
                 /** @description Seconds to wait before retrying. */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 [name: string]: unknown;
             };
             content: {
@@ -2569,7 +2571,7 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Content-Security-Policy": components["headers"]["FeedContentSecurityPolicy"];
                 /** @description Seconds until the budget renews. */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -2606,7 +2608,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 /** @description Seconds to wait before retrying. */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 [name: string]: unknown;
             };
             content: {
@@ -2825,7 +2827,13 @@ export interface components {
         "X-Content-Type-Options": "nosniff";
         /** @description The request's id, also in the server's log line for it. */
         "X-Request-Id": string;
-        /** @description Requests allowed per minute with this API key (IETF RateLimit header fields draft). */
+        /**
+         * @description Requests allowed per minute with this API key (IETF RateLimit header fields draft).
+         *     `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` come together, on every
+         *     answer to a request with a valid key. They are left out only while the deployment's
+         *     shared limit store (Redis) is unreachable, when limits are not enforced, which is why
+         *     they are not marked required.
+         */
         "RateLimit-Limit": number;
         /** @description Requests left in the current minute. */
         "RateLimit-Remaining": number;

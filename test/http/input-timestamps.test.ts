@@ -63,3 +63,23 @@ t.test('times and offsets out of their ranges are refused, never rolled over', a
     t.equal(res.json.data.published_at, stored)
   }
 })
+
+t.test('a fraction of a second of any length is accepted and kept to the millisecond, truncated', async (t) => {
+  // Ten or more digits were a 400, though RFC 3339 bounds none (found by a contract review).
+  const app = await testApp()
+  const { key } = await createProject()
+  const cases = [
+    ['2030-01-01T10:00:00.1239Z', '2030-01-01T10:00:00.123Z'],
+    ['2030-01-01T10:00:00.1234567891Z', '2030-01-01T10:00:00.123Z'],
+    [`2030-01-01T10:00:00.${'9'.repeat(30)}+01:00`, '2030-01-01T09:00:00.999Z'],
+  ] as const
+  for (const [feedback_deadline, stored] of cases) {
+    const res = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Fraction', feedback_deadline } })
+    t.equal(res.status, 201, feedback_deadline)
+    t.equal(res.json.data.feedback_deadline, stored)
+  }
+  const long = `2030-01-01T10:00:00.${'1'.repeat(60)}Z`
+  const refused = await call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Fraction', feedback_deadline: long } })
+  t.equal(refused.status, 400, 'beyond the 64 characters of the schema')
+  t.equal(refused.json.errors?.[0]?.path, '/feedback_deadline')
+})
