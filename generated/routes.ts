@@ -359,7 +359,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
-                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999 in UTC (1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`. Seconds are `00` to `59`: a leap second (`23:59:60`), which\nRFC 3339 allows, is a `400` too. The fraction of a second may have any number of digits\n(within the 64 characters); it is kept to the millisecond, truncated\n(`.1239` is stored as `.123`).\n"
               },
               {
@@ -772,7 +772,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
-                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999 in UTC (1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`. Seconds are `00` to `59`: a leap second (`23:59:60`), which\nRFC 3339 allows, is a `400` too. The fraction of a second may have any number of digits\n(within the 64 characters); it is kept to the millisecond, truncated\n(`.1239` is stored as `.123`).\n"
               },
               {
@@ -2349,7 +2349,7 @@ export const routes: RouteSpec[] = [
             "format": "date-time",
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
-            "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
+            "x-expected": "a timestamp with a zone and a year from 1000 to 9999 in UTC (1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
             "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Requires `status`: sent\nwithout it, the request is `400` (the schema's `dependentRequired`); not accepted\nwith `status: draft`.\n"
           }
         }
@@ -2686,7 +2686,7 @@ export const routes: RouteSpec[] = [
             "format": "date-time",
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
-            "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
+            "x-expected": "a timestamp with a zone and a year from 1000 to 9999 in UTC (1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
             "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`. Seconds are `00` to `59`: a leap second (`23:59:60`), which\nRFC 3339 allows, is a `400` too. The fraction of a second may have any number of digits\n(within the 64 characters); it is kept to the millisecond, truncated\n(`.1239` is stored as `.123`).\n"
           }
         }
@@ -6021,7 +6021,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
-                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999 in UTC (1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`. Seconds are `00` to `59`: a leap second (`23:59:60`), which\nRFC 3339 allows, is a `400` too. The fraction of a second may have any number of digits\n(within the 64 characters); it is kept to the millisecond, truncated\n(`.1239` is stored as `.123`).\n"
               },
               {
@@ -6332,7 +6332,7 @@ export const routes: RouteSpec[] = [
                 "format": "date-time",
                 "maxLength": 64,
                 "pattern": "^[1-9][0-9]{3}-",
-                "x-expected": "a timestamp with a zone and a year from 1000 to 9999, such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
+                "x-expected": "a timestamp with a zone and a year from 1000 to 9999 in UTC (1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
                 "description": "An RFC 3339 timestamp with a zone (`Z` or `+hh:mm`), stored in UTC. The year is 1000 to\n9999, in UTC as well (`9999-12-31T23:00:00-05:00` is past 9999 in UTC): any other is\n`400 validation_failed`. Seconds are `00` to `59`: a leap second (`23:59:60`), which\nRFC 3339 allows, is a `400` too. The fraction of a second may have any number of digits\n(within the 64 characters); it is kept to the millisecond, truncated\n(`.1239` is stored as `.123`).\n"
               },
               {
