@@ -2,14 +2,23 @@
 // enforces the invariants itself: cascading foreign keys, and unique indexes for a slug per
 // project, an email per program, a tester token and a key hash.
 import { sql, type SQL, type SQLWrapper } from 'drizzle-orm'
-import { boolean, check, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { boolean, check, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 
 const timestamptz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date', precision: 3 })
+
+/**
+ * An id: text compared byte by byte (COLLATE "C"), whatever the database's own collation. Ids
+ * break ties in every list's order (`created_at desc, id desc`), and a database created with a
+ * language's collation (createdb's default on many systems, en_US.UTF-8) ordered them ignoring
+ * case, unlike PGlite and a C database (found by a contract review on an ICU en-US database).
+ * The list indexes hold the ids in the same order.
+ */
+const idText = customType<{ data: string; driverData: string }>({ dataType: () => 'text COLLATE "C"' })
 
 export const projects = pgTable(
   'projects',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     name: text('name').notNull(),
     plan: text('plan', { enum: ['free', 'pro'] }).notNull().default('free'),
     beta_enabled: boolean('beta_enabled').notNull().default(false),
@@ -39,7 +48,7 @@ export const cursorOwnerOf = (keyHash: SQLWrapper): SQL => sql`left(encode(sha25
 export const api_keys = pgTable(
   'api_keys',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
@@ -82,7 +91,7 @@ export const api_key_deferred_uses = pgTable('api_key_deferred_uses', {
 export const beta_programs = pgTable(
   'beta_programs',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
@@ -108,7 +117,7 @@ export const beta_programs = pgTable(
 export const beta_testers = pgTable(
   'beta_testers',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     beta_program_id: text('beta_program_id')
       .notNull()
       .references(() => beta_programs.id, { onDelete: 'cascade' }),
@@ -141,7 +150,7 @@ export const beta_testers = pgTable(
 export const end_users = pgTable(
   'end_users',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
@@ -162,7 +171,7 @@ export const end_users = pgTable(
 export const beta_feedback = pgTable(
   'beta_feedback',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
@@ -189,7 +198,7 @@ export const beta_feedback = pgTable(
 export const changelog_entries = pgTable(
   'changelog_entries',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
@@ -293,7 +302,7 @@ export const idempotency_keys = pgTable(
 export const webhook_endpoints = pgTable(
   'webhook_endpoints',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
@@ -325,7 +334,7 @@ export const webhook_endpoints = pgTable(
 export const events = pgTable(
   'events',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
@@ -355,7 +364,7 @@ export const events = pgTable(
 export const webhook_deliveries = pgTable(
   'webhook_deliveries',
   {
-    id: text('id').primaryKey(),
+    id: idText('id').primaryKey(),
     project_id: text('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),

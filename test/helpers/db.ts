@@ -271,14 +271,15 @@ export function sortsBeyondAPage(plan: string): boolean {
 
 /**
  * A new, empty PostgreSQL database on the server postgresTestUrl() names, dropped when the test
- * ends: for what only an empty database shows (the server's first start). Fails without PostgreSQL.
+ * ends: for what only an empty database shows (the server's first start), or one made with
+ * `createOptions` (CREATE DATABASE's, such as a collation). Fails without PostgreSQL.
  */
-export async function freshPostgresDatabase(t: { teardown(fn: () => Promise<void>): void }): Promise<string> {
+export async function freshPostgresDatabase(t: { teardown(fn: () => Promise<void>): void }, createOptions = ''): Promise<string> {
   const base = new URL(await postgresTestUrl())
   const name = `feedback_fresh_${process.pid}_${randomBytes(4).toString('hex')}`
   base.pathname = '/postgres'
   const admin = postgres(base.href, { max: 1, connect_timeout: 5, onnotice: () => {} })
-  await admin.unsafe(`create database ${name}`)
+  await admin.unsafe(`create database ${name} ${createOptions}`)
   t.teardown(async () => {
     await admin.unsafe(`drop database if exists ${name} with (force)`)
     await admin.end({ timeout: 5 })
