@@ -3,6 +3,7 @@
 // closed, and none of the constructs generators were found to trip on. Each rule is also shown
 // to catch a deliberately broken copy, so that a check that passes proves something.
 import { readFileSync } from 'node:fs'
+import SwaggerParser from '@apidevtools/swagger-parser'
 import t, { type Test } from 'tap'
 import { parse } from 'yaml'
 import { AUDIENCES, audienceDocument, DOCUMENTS, type JsonObject } from '../../scripts/openapi-documents.js'
@@ -15,6 +16,17 @@ const partner = read(DOCUMENTS.partner.file)
 t.test('every published document keeps the evolution rules', async (t) => {
   for (const audience of AUDIENCES) t.same(evolutionProblems(read(DOCUMENTS[audience].file)), [], `${audience}: ${DOCUMENTS[audience].path}`)
   t.same(evolutionProblems(source), [], 'openapi.yaml, the source of all of them')
+})
+
+t.test('every published document passes @apidevtools/swagger-parser (swagger-cli validate, orval)', async (t) => {
+  // A server variable's `description` failed it (its bundled OpenAPI 3.1 schema misspells the
+  // field), and a partner's CI running `swagger-cli validate` stops there (found by a partner review).
+  for (const audience of AUDIENCES) {
+    await t.resolves(SwaggerParser.validate(structuredClone(read(DOCUMENTS[audience].file)) as never), `${audience}: ${DOCUMENTS[audience].file}`)
+  }
+  const withVariableDescription = structuredClone(partner) as { servers: Array<{ variables: Record<string, Record<string, unknown>> }> }
+  withVariableDescription.servers[0]!.variables.origin!.description = 'The origin.'
+  await t.rejects(SwaggerParser.validate(withVariableDescription as never), 'and it refuses what it was found to refuse')
 })
 
 t.test('generated/ holds exactly the split of openapi.yaml', async (t) => {
