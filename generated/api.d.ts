@@ -86,8 +86,9 @@ export interface paths {
         /**
          * Enroll a tester
          * @description Enrolls a tester by email. The email is trimmed, validated (at most 254 characters, one
-         *     `@`, a dot in the domain) and stored lowercased. Enrollment is idempotent on the
-         *     lowercased email within the program: a new email answers `201` with a new tester
+         *     `@`, a dot in the domain) and stored lowercased, in Unicode's composed form (NFC: `ö`
+         *     typed as `o` and a combining diaeresis is stored as `ö`). Enrollment is idempotent on
+         *     the email so stored, within the program: a new email answers `201` with a new tester
          *     (`source: invite`, `status: invited`, a fresh `token`); an email already on the program
          *     answers `200` with the existing record unchanged, whatever its status. Concurrent
          *     enrollments of one email create exactly one tester. A `closed` program refuses with
@@ -238,8 +239,9 @@ export interface paths {
          *     `published_at` `null`, and sending `published_at` with it is `400`. Sending
          *     `published_at` without `status` is `400`. "Now" is the database's clock.
          *
-         *     Labels are stored trimmed, lowercased and de-duplicated in first-seen order
-         *     (`["New", "new "]` becomes `["new"]`). The locale is stored in canonical case
+         *     Labels are stored trimmed, lowercased, in Unicode's composed form (NFC) and
+         *     de-duplicated in first-seen order (`["New", "new "]` becomes `["new"]`, and `é` written
+         *     composed or as `e` and a combining accent is one label). The locale is stored in canonical case
          *     (`pt-br` becomes `pt-BR`); only the case changes, never the tag (`iw` stays `iw`).
          */
         post: operations["createChangelogEntry"];
@@ -1040,7 +1042,7 @@ export interface paths {
          *     `end_user_id` at once, and answers `201` with the access details and the tester's
          *     personal join link (to come back and send feedback). The email is trimmed, validated
          *     like enrollment's (at most 254 characters, one `@`, a dot in the domain; `400` with the
-         *     form otherwise) and stored lowercased. Idempotent on the email like enrollment: an
+         *     form otherwise) and stored lowercased, in NFC. Idempotent on the email like enrollment: an
          *     email already on the program, whatever its status, answers `200` with a page that shows
          *     nothing of that tester (anyone can type any email). The service sends no email, so
          *     whoever signs up an address gets its link. Each client address may sign up at most 10
@@ -1576,7 +1578,7 @@ export interface components {
         BetaTesterEnroll: {
             /**
              * @description Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored
-             *     lowercased.
+             *     lowercased, in Unicode's composed form (NFC).
              */
             email: string;
         };
@@ -1645,7 +1647,7 @@ export interface components {
             action: "accept" | "decline";
         };
         BetaSignupForm: {
-            /** @description Trimmed, then at most 254 characters with one `@` and a dot in the domain; stored lowercased. */
+            /** @description Trimmed, then at most 254 characters with one `@` and a dot in the domain; stored lowercased, in NFC. */
             email: string;
         };
         BetaFeedbackForm: {
@@ -1712,8 +1714,8 @@ export interface components {
         /** @description Markdown. */
         ChangelogBody: string;
         /**
-         * @description Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and
-         *     de-duplicated in first-seen order; a label that lowercasing makes longer than 32
+         * @description Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased, in
+         *     Unicode's composed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32
          *     characters (`İ` becomes two) is `400`.
          */
         ChangelogLabels: string[];
@@ -2741,7 +2743,7 @@ export interface components {
          */
         ChangelogStatusFilter: "published" | "scheduled" | "draft" | "all";
         /**
-         * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+         * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
          *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
          *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
          *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
@@ -3527,7 +3529,7 @@ export interface operations {
                  */
                 status?: components["parameters"]["ChangelogStatusFilter"];
                 /**
-                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
                  *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
@@ -5315,7 +5317,7 @@ export interface operations {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
                 /**
-                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
                  *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
@@ -5418,7 +5420,7 @@ export interface operations {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
                 /**
-                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
                  *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
@@ -5478,7 +5480,7 @@ export interface operations {
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
                 locale?: components["parameters"]["LocaleQuery"];
                 /**
-                 * @description (ext) Only entries with this one label. It is trimmed and lowercased as stored labels are,
+                 * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
                  *     the NUL character. A label no entry has, such as one that lowercasing makes longer than

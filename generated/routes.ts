@@ -1208,7 +1208,7 @@ export const routes: RouteSpec[] = [
             "maxLength": 1000,
             "pattern": "^\\s*(?=\\S{3,254}\\s*$)[^\\s@]+@[^\\s@.]+(?:\\.[^\\s@.]+)+\\s*$",
             "x-expected": "an email address of at most 254 characters with one @ and a dot in the domain, such as ada@example.com",
-            "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored\nlowercased.\n"
+            "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored\nlowercased, in Unicode's composed form (NFC).\n"
           }
         }
       },
@@ -2641,7 +2641,7 @@ export const routes: RouteSpec[] = [
           "labels": {
             "type": "array",
             "maxItems": 10,
-            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased and\nde-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
+            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased, in\nUnicode's composed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
             "items": {
               "type": "string",
               "maxLength": 256,
@@ -6944,7 +6944,7 @@ export const routes: RouteSpec[] = [
           "email": {
             "type": "string",
             "maxLength": 1000,
-            "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain; stored lowercased."
+            "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain; stored lowercased, in NFC."
           }
         }
       },

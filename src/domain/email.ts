@@ -11,12 +11,14 @@ export const EMAIL_PATTERN = '^\\s*(?=\\S{3,254}\\s*$)[^\\s@]+@[^\\s@.]+(?:\\.[^
 const EMAIL = new RegExp(EMAIL_PATTERN, 'u')
 
 /**
- * The address as stored (trimmed and lowercased), or undefined when `raw` is not an address.
- * Lowercasing can lengthen a string ('İ' becomes 'i' and a combining dot) past what the pattern
- * checked, so the length is checked again once lowercased.
+ * The address as stored (trimmed, lowercased, and in Unicode's composed form NFC), or undefined
+ * when `raw` is not an address. NFC: `jörg@` typed with a composed `ö` and with `o` and a
+ * combining diaeresis is one address to a person, and was two testers (found by a contract
+ * review; RFC 6532 §3.1 asks for NFC too). Lowercasing can lengthen a string ('İ' becomes 'i' and
+ * a combining dot) past what the pattern checked, so the length is checked again once lowercased.
  */
 export function normaliseEmail(raw: string): string | undefined {
   if (!EMAIL.test(raw)) return undefined
-  const email = raw.trim().toLowerCase()
+  const email = raw.trim().toLowerCase().normalize('NFC')
   return [...email].length <= EMAIL_MAX_LENGTH ? email : undefined
 }

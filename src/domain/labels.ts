@@ -1,17 +1,18 @@
-// Changelog labels are matched by readers as tags, so `New`, `new ` and `NEW` must be one label.
+// Changelog labels are matched by readers as tags, so `New`, `new ` and `NEW` must be one label,
+// and so must `é` written composed and written as `e` and a combining accent (Unicode's NFC).
 
 /** The most characters (code points, as JSON Schema counts them) a stored label may have. */
 export const MAX_LABEL_LENGTH = 32
 
 export type LabelsResult = { ok: true; labels: string[] } | { ok: false; index: number; message: string }
 
-/** One label as it is stored and matched: trimmed and lowercased. */
-export const normalizeLabel = (label: string): string => label.trim().toLowerCase()
+/** One label as it is stored and matched: trimmed, lowercased and in NFC. */
+export const normalizeLabel = (label: string): string => label.trim().toLowerCase().normalize('NFC')
 
-/** Whether `value` is a label as stored: trimmed, lowercased, 1 to MAX_LABEL_LENGTH characters. */
+/** Whether `value` is a label as stored: trimmed, lowercased, in NFC, 1 to MAX_LABEL_LENGTH characters. */
 export const isStoredLabel = (value: string): boolean => value !== '' && normalizeLabel(value) === value && [...value].length <= MAX_LABEL_LENGTH
 
-/** Trimmed, lowercased and de-duplicated in first-seen order: `["New", "new "]` → `["new"]`. */
+/** Trimmed, lowercased, in NFC and de-duplicated in first-seen order: `["New", "new "]` → `["new"]`. */
 export function normalizeLabels(labels: readonly string[]): LabelsResult {
   const seen = new Set<string>()
   for (const [index, label] of labels.entries()) {
