@@ -1,10 +1,26 @@
+ALTER TABLE "api_key_deferred_uses" ALTER COLUMN "key_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "api_keys" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "api_keys" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "beta_feedback" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "beta_feedback" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "beta_feedback" ALTER COLUMN "beta_program_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "beta_feedback" ALTER COLUMN "beta_tester_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "beta_programs" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "beta_programs" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "beta_testers" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "beta_testers" ALTER COLUMN "beta_program_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "beta_testers" ALTER COLUMN "end_user_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "changelog_entries" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "changelog_entries" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "changelog_translations" ALTER COLUMN "entry_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "end_users" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "end_users" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "events" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "events" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "projects" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
 ALTER TABLE "webhook_deliveries" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
-ALTER TABLE "webhook_endpoints" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";
+ALTER TABLE "webhook_deliveries" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "webhook_deliveries" ALTER COLUMN "endpoint_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "webhook_deliveries" ALTER COLUMN "event_id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "webhook_endpoints" ALTER COLUMN "id" SET DATA TYPE text COLLATE "C";--> statement-breakpoint
+ALTER TABLE "webhook_endpoints" ALTER COLUMN "project_id" SET DATA TYPE text COLLATE "C";

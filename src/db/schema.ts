@@ -7,11 +7,13 @@ import { boolean, check, customType, index, integer, pgTable, primaryKey, text, 
 const timestamptz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date', precision: 3 })
 
 /**
- * An id: text compared byte by byte (COLLATE "C"), whatever the database's own collation. Ids
- * break ties in every list's order (`created_at desc, id desc`), and a database created with a
- * language's collation (createdb's default on many systems, en_US.UTF-8) ordered them ignoring
- * case, unlike PGlite and a C database (found by a contract review on an ICU en-US database).
- * The list indexes hold the ids in the same order.
+ * An id, or a column holding one: text compared byte by byte (COLLATE "C"), whatever the
+ * database's own collation. Ids break ties in every list's order (`created_at desc, id desc`),
+ * and a database created with a language's collation (createdb's default on many systems,
+ * en_US.UTF-8) ordered them ignoring case, unlike PGlite and a C database (found by a contract
+ * review on an ICU en-US database). The columns that refer to ids are C as well: a join of a C
+ * id with a column of the database's collation compares in C, and an index of the other
+ * collation cannot serve it (an EXPLAIN test of the webhook claim found it).
  */
 const idText = customType<{ data: string; driverData: string }>({ dataType: () => 'text COLLATE "C"' })
 
@@ -49,7 +51,7 @@ export const api_keys = pgTable(
   'api_keys',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     /** SHA-256 of the whole key, hex. The key itself is never stored. */
@@ -82,7 +84,7 @@ export const api_keys = pgTable(
  * and taken back into memory by the next flush of any instance (http/key-usage.ts).
  */
 export const api_key_deferred_uses = pgTable('api_key_deferred_uses', {
-  key_id: text('key_id')
+  key_id: idText('key_id')
     .primaryKey()
     .references(() => api_keys.id, { onDelete: 'cascade' }),
   used_at: timestamptz('used_at').notNull(),
@@ -92,7 +94,7 @@ export const beta_programs = pgTable(
   'beta_programs',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
@@ -118,14 +120,14 @@ export const beta_testers = pgTable(
   'beta_testers',
   {
     id: idText('id').primaryKey(),
-    beta_program_id: text('beta_program_id')
+    beta_program_id: idText('beta_program_id')
       .notNull()
       .references(() => beta_programs.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
     token: text('token').notNull(),
     source: text('source', { enum: ['invite', 'public'] }).notNull().default('invite'),
     status: text('status', { enum: ['invited', 'joined', 'declined', 'revoked'] }).notNull().default('invited'),
-    end_user_id: text('end_user_id'),
+    end_user_id: idText('end_user_id'),
     invited_at: timestamptz('invited_at').notNull().defaultNow(),
     joined_at: timestamptz('joined_at'),
   },
@@ -151,7 +153,7 @@ export const end_users = pgTable(
   'end_users',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
@@ -172,13 +174,13 @@ export const beta_feedback = pgTable(
   'beta_feedback',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
-    beta_program_id: text('beta_program_id')
+    beta_program_id: idText('beta_program_id')
       .notNull()
       .references(() => beta_programs.id, { onDelete: 'cascade' }),
-    beta_tester_id: text('beta_tester_id')
+    beta_tester_id: idText('beta_tester_id')
       .notNull()
       .references(() => beta_testers.id, { onDelete: 'cascade' }),
     body: text('body').notNull(),
@@ -199,7 +201,7 @@ export const changelog_entries = pgTable(
   'changelog_entries',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     title: text('title').notNull(),
@@ -249,7 +251,7 @@ export const changelog_entries = pgTable(
 export const changelog_translations = pgTable(
   'changelog_translations',
   {
-    entry_id: text('entry_id')
+    entry_id: idText('entry_id')
       .notNull()
       .references(() => changelog_entries.id, { onDelete: 'cascade' }),
     /** lower(locale): translations are matched ignoring case. */
@@ -303,7 +305,7 @@ export const webhook_endpoints = pgTable(
   'webhook_endpoints',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     url: text('url').notNull(),
@@ -335,7 +337,7 @@ export const events = pgTable(
   'events',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     type: text('type').notNull(),
@@ -365,15 +367,15 @@ export const webhook_deliveries = pgTable(
   'webhook_deliveries',
   {
     id: idText('id').primaryKey(),
-    project_id: text('project_id')
+    project_id: idText('project_id')
       .notNull()
       .references(() => projects.id, { onDelete: 'cascade' }),
     // No foreign key: deleting an endpoint leaves its deliveries to event pruning, which
     // removes them in batches (src/jobs/event-pruning.ts), so that the DELETE does not grow with
     // the endpoint's history. Nothing shows or sends them meanwhile: every read of a delivery
     // requires its endpoint, and the claim joins it.
-    endpoint_id: text('endpoint_id').notNull(),
-    event_id: text('event_id')
+    endpoint_id: idText('endpoint_id').notNull(),
+    event_id: idText('event_id')
       .notNull()
       .references(() => events.id, { onDelete: 'cascade' }),
     event_type: text('event_type').notNull(),
