@@ -8,7 +8,7 @@ import { programsRepo } from './programs.js'
 import { projectsRepo } from './projects.js'
 import { testersRepo } from './testers.js'
 import { webhooksRepo } from './webhooks.js'
-import { newTransaction, type Transact } from './transact.js'
+import { newTransaction, transaction, type Transact } from './transact.js'
 
 /** What a transaction's repositories note for after its commit. */
 interface Transaction {
@@ -83,7 +83,7 @@ function bind(db: Database, publicBaseUrl: string | undefined, hooks: RepoHooks,
   repos.transaction = async <T>(work: (tx: Repos) => Promise<T>): Promise<T> => {
     if (inTransaction) return work(repos)
     const state: Transaction = { due: false }
-    const result = await db.transaction((tx) => work(bind(tx as unknown as Database, publicBaseUrl, hooks, state)))
+    const result = await transaction(db, (tx) => work(bind(tx, publicBaseUrl, hooks, state)))
     if (state.due) hooks.deliveriesDue?.()
     return result
   }

@@ -7,6 +7,7 @@ import { api_key_deferred_uses, api_keys, cursorOwnerOf, projects } from '../sch
 import { descNullsLast } from './order.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { liveKey } from './scope.js'
+import { transaction } from './transact.js'
 import { rowsOf, sqlState } from '../results.js'
 
 export type ProjectRow = typeof projects.$inferSelect
@@ -117,9 +118,9 @@ export function projectsRepo(db: Database) {
 
     /** Creates a project and its first API key in one transaction. */
     create(input: NewProject): Promise<{ project: ProjectRow; apiKey: string }> {
-      return db.transaction(async (tx) => {
+      return transaction(db, async (tx) => {
         const [project] = await tx.insert(projects).values({ id: newId('prj'), ...input }).returning()
-        const { apiKey } = await insertKey(tx as unknown as Database, project!.id)
+        const { apiKey } = await insertKey(tx, project!.id)
         return { project: project!, apiKey }
       })
     },

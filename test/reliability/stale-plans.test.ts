@@ -1,0 +1,41 @@
+// A migration run by a newer instance during a rolling deploy can change a column's type (0020
+// changed the ids' collation): an older instance's statements prepared before then fail once
+// with "cached plan must not change result type" (0A000). postgres.js prepares a statement
+// again by itself outside a transaction; inside one, the transaction was aborted and the request
+// answered 500 (found by a rolling-migration check). The transaction now runs once more.
+import postgres from 'postgres'
+import t from 'tap'
+import { buildApp } from '../../src/app.js'
+import { defaults } from '../../src/config.js'
+import { openDatabase } from '../../src/db/client.js'
+import { makeRepos } from '../../src/db/repos/index.js'
+import { call } from '../helpers/app.js'
+import { freshPostgresDatabase } from '../helpers/db.js'
+import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
+
+t.test('a write in a transaction whose prepared statements went stale is run again, not answered 500', async (t) => {
+  const url = await freshPostgresDatabase(thisFile)
+  // One connection, so that the second request runs on the statements the first prepared.
+  const handle = await openDatabase({ databaseUrl: url, poolSize: 1 })
+  fileTeardown(() => handle.close())
+  await handle.migrate()
+  const app = await buildApp({ ...defaults, logLevel: 'silent' }, handle)
+  t.teardown(() => app.close())
+  const { apiKey: key } = await makeRepos(handle.db).projects.create({ name: 'Stale', plan: 'pro', beta_enabled: true })
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => admin.end({ timeout: 5 }))
+
+  const write = () => call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title: 'Entry', status: 'published' } })
+  const program = () => call(t, app, { method: 'POST', url: '/v1/beta/programs', key, body: { name: 'Program' } })
+  t.equal((await write()).status, 201, 'prepared on the connection')
+  t.equal((await program()).status, 201)
+  for (const collation of ['default', 'C']) {
+    // What a migration does: the columns' type changes under the prepared statements.
+    await admin.unsafe(`alter table changelog_entries alter column id set data type text collate "${collation}"`)
+    await admin.unsafe(`alter table beta_programs alter column id set data type text collate "${collation}"`)
+    const entry = await write()
+    t.equal(entry.status, 201, `an entry written after the change to ${collation}`)
+    t.equal((await program()).status, 201, 'a program too')
+    t.equal((await call(t, app, { url: `/v1/changelog/${entry.json.data.id}`, key })).status, 200, 'and read')
+  }
+})
