@@ -22,6 +22,7 @@ export const PATCH_CHANGES = {
   queue: 'queue.js',
   'begin-reserve': 'connection.js',
   'commit-rollback': 'index.js',
+  'retry-in-pipeline': 'connection.js',
 } as const
 
 /** The installed postgres package's directory (the one `import 'postgres'` loads from here). */

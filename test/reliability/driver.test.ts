@@ -9,7 +9,7 @@
 // machine is. One connection (max: 1) makes the pool's choice of connection deterministic.
 import postgres, { type Sql } from 'postgres'
 import t, { type Test } from 'tap'
-import { postgresTestUrl } from '../helpers/db.js'
+import { freshPostgresDatabase, postgresTestUrl } from '../helpers/db.js'
 import { fakePostgres, type FakeConnection } from './fixtures/fake-postgres.js'
 
 interface Tracked {
@@ -265,6 +265,40 @@ t.test('commit-rollback (#1217): a transaction whose COMMIT PostgreSQL answers w
     )
   t.equal(outcome, 'error 40000', 'the transaction fails')
   t.same([...(await sql`select n from ${sql(table)}`)], [], 'and nothing of it was committed')
+})
+
+t.test('retry-in-pipeline (issue #13\'s note): statements whose plans went stale, retried on a pipelined connection, each get their own rows', async (t) => {
+  // A column's type changes under prepared statements (a migration run by another instance):
+  // each fails once with 0A000 and postgres.js runs it again. It sent the retry as Parse and
+  // Describe first, its Bind after PostgreSQL answered; the statements pipelined behind it were
+  // answered in between and taken for its answer (found by a review of a rolling migration).
+  const url = await freshPostgresDatabase(t)
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
+  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  await admin.unsafe('create table a (id text primary key, n int); create table b (id text primary key, m int)')
+  await admin.unsafe("insert into a select 'a' || i, i from generate_series(1, 20) i; insert into b select 'b' || i, -i from generate_series(1, 20) i")
+  const readA = (i: number) => sql<{ id: string; n: number }[]>`select id, n from a where id = ${`a${i}`}`
+  const readB = (i: number) => sql<{ id: string; m: number }[]>`select id, m from b where id = ${`b${i}`}`
+  await readA(1)
+  await readB(1)
+  for (const collation of ['C', 'default']) {
+    await admin.unsafe(`alter table a alter column id set data type text collate "${collation}"`)
+    await admin.unsafe(`alter table b alter column id set data type text collate "${collation}"`)
+    // Forty statements at once on the one connection: pipelined behind the first, which fails stale.
+    // Without the change some also never settle: 20 s (they take milliseconds) says so rather than
+    // the file's timeout.
+    const hung = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref())
+    const answers = await Promise.race([hung, Promise.all(
+      Array.from({ length: 20 }, (_, k) => k + 1).flatMap((i) => [
+        readA(i).then((rows) => ({ asked: `a${i}`, got: rows.map((r) => `${r.id}:${r.n}`) }), (error: { code?: string }) => ({ asked: `a${i}`, got: [`error ${error.code}`] })),
+        readB(i).then((rows) => ({ asked: `b${i}`, got: rows.map((r) => `${r.id}:${r.m}`) }), (error: { code?: string }) => ({ asked: `b${i}`, got: [`error ${error.code}`] })),
+      ]),
+    )])
+    if (answers === 'hung') return void t.fail(`after the change to ${collation}: statements never answered`)
+    const wrong = answers.filter(({ asked, got }) => got.length !== 1 || got[0] !== `${asked}:${asked.startsWith('a') ? '' : '-'}${asked.slice(1)}`)
+    t.same(wrong, [], `after the change to ${collation}: every statement answered with its own row`)
+  }
 })
 
 t.test('on PostgreSQL itself: a backend terminated mid-result, then the next query on the reconnected connection gets its own answer', async (t) => {
