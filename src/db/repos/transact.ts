@@ -18,17 +18,26 @@ export type Transact = <T>(work: (tx: Database) => Promise<T>) => Promise<T>
 const isStalePlan = (error: unknown): boolean => someCause(error, (e) => e.code === '0A000' && (e as { routine?: unknown }).routine === 'RevalidateCachedQuery')
 
 /**
- * `db.transaction(work)`, run once more if it failed on a stale plan: nothing of the first run
- * was committed, and postgres.js has dropped the stale statement, so the second prepares it anew.
- * Every transaction of the repositories begins here.
+ * How many times a transaction runs while its statements' plans are found stale: each run finds
+ * one (the first fails the transaction), and postgres.js prepares that one anew next time, so a
+ * transaction of n stale statements needs n + 1 runs. The longest transactions run about a dozen
+ * statements.
+ */
+export const STALE_PLAN_RUNS = 16
+
+/**
+ * `db.transaction(work)`, run again while it fails on a stale plan: nothing of a failed run was
+ * committed, and postgres.js has dropped the stale statement, so the next run prepares it anew.
+ * Once was not enough: a webhook endpoint's creation reads the project, then inserts, and both
+ * went stale in one migration (found by a review). Every transaction of the repositories begins here.
  */
 export async function transaction<T>(db: Database, work: (tx: Database) => Promise<T>): Promise<T> {
-  const run = () => db.transaction((tx) => work(tx as unknown as Database))
-  try {
-    return await run()
-  } catch (error) {
-    if (!isStalePlan(error)) throw error
-    return run()
+  for (let run = 1; ; run++) {
+    try {
+      return await db.transaction((tx) => work(tx as unknown as Database))
+    } catch (error) {
+      if (!isStalePlan(error) || run >= STALE_PLAN_RUNS) throw error
+    }
   }
 }
 
