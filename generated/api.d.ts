@@ -2507,7 +2507,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `unavailable`: the database does not answer, or the instance cannot take this request now (too many large answers being sent, or too many of the project's changelog bodies waiting to be rendered); retry after the `Retry-After` seconds. */
+        /** @description `unavailable`: the database does not answer, or ended this request to break a conflict with another (a deadlock; nothing of it was written), or the instance cannot take this request now (too many large answers being sent, or too many of the project's changelog bodies waiting to be rendered); retry after the `Retry-After` seconds. */
         Unavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2599,7 +2599,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `unavailable`: the database does not answer, or the instance cannot take this request now (too many large answers being sent, or too many of the project's changelog bodies waiting to be rendered); retry after the `Retry-After` seconds. At a public feed, with the feed's `Access-Control-Allow-Origin` and `Content-Security-Policy`, as on every answer there. */
+        /** @description `unavailable`: the database does not answer, or ended this request to break a conflict with another (a deadlock; nothing of it was written), or the instance cannot take this request now (too many large answers being sent, or too many of the project's changelog bodies waiting to be rendered); retry after the `Retry-After` seconds. At a public feed, with the feed's `Access-Control-Allow-Origin` and `Content-Security-Policy`, as on every answer there. */
         FeedUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

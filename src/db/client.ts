@@ -9,7 +9,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
 import { lockDataDir } from './data-dir-lock.js'
-import { withMigrationLock } from './migration-lock.js'
+import { runningAgainOnDeadlock, withMigrationLock } from './migration-lock.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
 import { assertPatchedDriver } from './driver-check.js'
@@ -213,7 +213,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
         const lockOptions = { connectTimeout, prepare }
         await withMigrationLock(options.databaseUrl!, lockOptions, async (single) => {
           const locked = drizzlePostgres(single, { schema })
-          await migratePostgres(locked, { migrationsFolder })
+          await runningAgainOnDeadlock(() => migratePostgres(locked, { migrationsFolder }))
           await backfill(locked as unknown as Database)
         })
       },

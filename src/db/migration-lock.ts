@@ -4,7 +4,9 @@
 // whichever server connection took it, after this process had gone, and the next start would
 // wait for it forever. A transaction keeps its server connection until it ends, and its lock
 // ends with it, whether it commits or its connection drops.
+import { setTimeout as sleep } from 'node:timers/promises'
 import postgres, { type Sql } from 'postgres'
+import { sqlState } from './results.js'
 
 const MIGRATION_LOCK = 0x46425f4d // "FB_M"
 
@@ -26,5 +28,29 @@ export async function withMigrationLock(url: string, options: MigrationClientOpt
     })
   } finally {
     await Promise.all([lock.end({ timeout: 5 }), client.end({ timeout: 5 })])
+  }
+}
+
+/** How many times the migrations run while they deadlock with the requests of instances still serving. */
+export const MIGRATION_RUNS = 5
+/** The pause before the second run; each later one waits as much more. */
+const DEADLOCK_PAUSE_MS = 500
+
+/**
+ * Runs `migrate` again while it fails on a deadlock (40P01), at most MIGRATION_RUNS times. The
+ * pending migrations run in one transaction, which takes each table it changes for itself until
+ * it commits; a request of an instance still serving that holds one of those tables and waits
+ * for another the migration holds is a deadlock, and PostgreSQL ends one of the two. When it ends
+ * the migration, nothing of it was committed: a new start failed on it every time under a light
+ * load of an older instance (found by a review of a rolling upgrade across migration 0020).
+ */
+export async function runningAgainOnDeadlock(migrate: () => Promise<void>, pause: (ms: number) => Promise<unknown> = sleep): Promise<void> {
+  for (let run = 1; ; run++) {
+    try {
+      return await migrate()
+    } catch (error) {
+      if (sqlState(error) !== '40P01' || run >= MIGRATION_RUNS) throw error
+      await pause(DEADLOCK_PAUSE_MS * run)
+    }
   }
 }

@@ -104,7 +104,10 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 // FATAL error: PostgreSQL ended the session or refused to start one (55000 a database not
 // accepting connections, 3D000 one dropped or renamed, 28P01 a password changed): no statement
 // of ours is wrong, and each was a 500 with a stack logged per request (found by a fault review).
-const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|57014|55P03|53300|25006)/
+// And 40P01 and 40001: PostgreSQL ended the statement to break a deadlock or a serialization
+// conflict (a migration holding tables while requests of instances still serving wait), which
+// it rolled back and which a retry may pass.
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|57014|55P03|53300|25006|40P01|40001)/
 const FATAL = new Set(['FATAL', 'PANIC'])
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
 

@@ -43,6 +43,8 @@ t.test('what the database says of itself, not of our statement, is 503 unavailab
     ['57014', 'a statement cancelled by statement_timeout'],
     ['53300', 'too many clients'],
     ['08006', 'a connection failure'],
+    ['40P01', 'a deadlock PostgreSQL ended this statement to break (with a migration, say)'],
+    ['40001', 'a serialization failure'],
   ] as const
   for (const [code, what] of unavailable) {
     const wrapped = new DrizzleQueryError('insert into x values ($1)', ['v'], driver(code))

@@ -1,0 +1,53 @@
+// The migrations run again when PostgreSQL ends them as one side of a deadlock with the requests
+// of instances still serving (40P01): one transaction, rolled back whole, so running it again is
+// safe, and a start failed on it every time under an older instance's light load (found by a
+// review of a rolling upgrade across migration 0020). Any other error fails the start at once.
+import t from 'tap'
+import { MIGRATION_RUNS, runningAgainOnDeadlock } from '../../src/db/migration-lock.js'
+
+/** As Drizzle hands PostgreSQL's error up: wrapped, with the SQLSTATE on its cause. */
+const wrapped = (code: string) => Object.assign(new Error('Failed query: alter table ...'), { cause: Object.assign(new Error('deadlock detected'), { code }) })
+
+t.test('a deadlock runs the migrations again, after a longer pause each time', async (t) => {
+  const pauses: number[] = []
+  let runs = 0
+  await runningAgainOnDeadlock(
+    async () => {
+      runs++
+      if (runs < 3) throw wrapped('40P01')
+    },
+    async (ms) => void pauses.push(ms),
+  )
+  t.equal(runs, 3, 'two deadlocks, then done')
+  t.same(pauses, [500, 1000])
+})
+
+t.test(`deadlocks ${MIGRATION_RUNS} times in a row fail the start with the deadlock`, async (t) => {
+  let runs = 0
+  await t.rejects(
+    runningAgainOnDeadlock(
+      async () => {
+        runs++
+        throw wrapped('40P01')
+      },
+      async () => {},
+    ),
+    { cause: { code: '40P01' } },
+  )
+  t.equal(runs, MIGRATION_RUNS)
+})
+
+t.test('any other error fails at once', async (t) => {
+  let runs = 0
+  await t.rejects(
+    runningAgainOnDeadlock(
+      async () => {
+        runs++
+        throw wrapped('42P07')
+      },
+      async () => {},
+    ),
+    { cause: { code: '42P07' } },
+  )
+  t.equal(runs, 1)
+})
