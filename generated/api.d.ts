@@ -1714,8 +1714,9 @@ export interface components {
         /** @description Markdown. */
         ChangelogBody: string;
         /**
-         * @description Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased, in
-         *     Unicode's composed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32
+         * @description Up to 10 labels of 1 to 32 characters after trimming, counted as sent (a label typed
+         *     decomposed counts its combining marks). Stored trimmed, lowercased, in Unicode's
+         *     composed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32
          *     characters (`İ` becomes two) is `400`.
          */
         ChangelogLabels: string[];

@@ -2641,7 +2641,7 @@ export const routes: RouteSpec[] = [
           "labels": {
             "type": "array",
             "maxItems": 10,
-            "description": "Up to 10 labels of 1 to 32 characters after trimming. Stored trimmed, lowercased, in\nUnicode's composed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
+            "description": "Up to 10 labels of 1 to 32 characters after trimming, counted as sent (a label typed\ndecomposed counts its combining marks). Stored trimmed, lowercased, in Unicode's\ncomposed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
             "items": {
               "type": "string",
               "maxLength": 256,

@@ -36,6 +36,14 @@ export const MAX_OFFSET = 2_147_483_647
 const MIN_TIME = Date.parse('0001-01-01T00:00:00.000Z')
 const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z')
 
+/**
+ * A scope as cursors are matched by it: in Unicode's NFC. A changelog cursor's scope holds its
+ * label, stored in NFC since migration 0021; one issued before, for a label typed decomposed,
+ * holds that form, and every cursor the server returned is accepted back (contract §11; found
+ * by a review). The scopes a list works out are NFC already (labels are normalised).
+ */
+const canonicalScope = (scope: string): string => scope.normalize('NFC')
+
 export function encodeCursor(scope: string, position: Position): string {
   return Buffer.from(JSON.stringify([VERSION, scope, position.at.getTime(), position.id, position.offset])).toString('base64url')
 }
@@ -48,7 +56,7 @@ export function encodeCursor(scope: string, position: Position): string {
 export function scopeOfCursor(cursor: string): string | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
-    return Array.isArray(value) && value[0] === VERSION && typeof value[1] === 'string' ? value[1] : undefined
+    return Array.isArray(value) && value[0] === VERSION && typeof value[1] === 'string' ? canonicalScope(value[1]) : undefined
   } catch {
     return undefined
   }
@@ -64,11 +72,11 @@ export function decodeCursor(scope: string, cursor: string): Position | undefine
   }
   if (!Array.isArray(value) || value.length !== 5) return undefined
   const [version, ofScope, at, id, offset] = value as unknown[]
-  if (version !== VERSION || ofScope !== scope) return undefined
+  if (version !== VERSION || typeof ofScope !== 'string' || canonicalScope(ofScope) !== scope) return undefined
   if (!Number.isInteger(at) || (at as number) < MIN_TIME || (at as number) > MAX_TIME) return undefined
   if (typeof id !== 'string' || !isAnyId(id)) return undefined
   if (!Number.isInteger(offset) || (offset as number) < 0 || (offset as number) > MAX_OFFSET) return undefined
   const position = { at: new Date(at as number), id, offset: offset as number }
   // Node's base64 decoder skips characters it does not know: only the exact text we issue counts.
-  return encodeCursor(scope, position) === cursor ? position : undefined
+  return encodeCursor(ofScope, position) === cursor ? position : undefined
 }

@@ -62,3 +62,28 @@ t.test('migration 0021 brings stored emails and labels to NFC, and leaves an ema
   const [labels] = rows(await db.execute(sql`select labels from changelog_entries where id = ${entry}`))
   t.same(labels?.labels, ['b', 'caf\u00e9', 'a'], 'labels in NFC, the duplicate dropped, in first-seen order')
 })
+
+t.test('a cursor issued before migration 0021 for a label typed decomposed is accepted back', async (t) => {
+  // Contract §11: every next_cursor the server returned is accepted back. Before 0021 the label in
+  // a cursor was kept as typed, and such a cursor became a 400 after the upgrade (found by a review).
+  const app = await testApp()
+  const { key } = await createProject()
+  const ids: string[] = []
+  for (const title of ['One', 'Two', 'Three']) {
+    ids.push((await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { title, status: 'published', labels: ['caf\u00e9'] } })).json.data.id)
+  }
+  const first = await call(t, app, { url: `/v1/changelog?limit=1&label=${encodeURIComponent('cafe\u0301')}`, key })
+  t.same(first.json.data.map((e: { id: string }) => e.id), [ids[2]])
+  // The same cursor as a server before 0021 issued it: its scope holds the label as typed.
+  const value = JSON.parse(Buffer.from(first.json.pagination.next_cursor, 'base64url').toString('utf8')) as unknown[]
+  t.match(value[1], /"caf\u00e9"/, 'issued now, the scope holds the label in NFC')
+  value[1] = (value[1] as string).replace('caf\u00e9', 'cafe\u0301')
+  const old = Buffer.from(JSON.stringify(value)).toString('base64url')
+  for (const query of [`cursor=${old}&limit=1`, `cursor=${old}&limit=1&label=${encodeURIComponent('cafe\u0301')}`, `cursor=${old}&limit=1&label=caf%C3%A9`]) {
+    const next = await call(t, app, { url: `/v1/changelog?${query}`, key })
+    t.equal(next.status, 200, query)
+    t.same(next.json.data.map((e: { id: string }) => e.id), [ids[1]], 'the next entry with that label')
+  }
+  const tampered = Buffer.from(JSON.stringify([...value.slice(0, 1), (value[1] as string).replace('cafe\u0301', 'other'), ...value.slice(2)])).toString('base64url')
+  t.equal((await call(t, app, { url: `/v1/changelog?cursor=${tampered}&limit=1&label=caf%C3%A9`, key })).status, 400, "a cursor of another label is still refused for this label's list")
+})
