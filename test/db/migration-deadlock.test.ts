@@ -22,32 +22,17 @@ t.test('a deadlock runs the migrations again, after a longer pause each time', a
   t.same(pauses, [500, 1000])
 })
 
-t.test(`deadlocks ${MIGRATION_RUNS} times in a row fail the start with the deadlock`, async (t) => {
-  let runs = 0
-  await t.rejects(
-    runningAgainOnDeadlock(
-      async () => {
-        runs++
-        throw wrapped('40P01')
-      },
-      async () => {},
-    ),
-    { cause: { code: '40P01' } },
-  )
-  t.equal(runs, MIGRATION_RUNS)
-})
-
-t.test('any other error fails at once', async (t) => {
-  let runs = 0
-  await t.rejects(
-    runningAgainOnDeadlock(
-      async () => {
-        runs++
-        throw wrapped('42P07')
-      },
-      async () => {},
-    ),
-    { cause: { code: '42P07' } },
-  )
-  t.equal(runs, 1)
-})
+for (const [code, runs, what] of [
+  ['40P01', MIGRATION_RUNS, `deadlocks ${MIGRATION_RUNS} times in a row fail the start with the deadlock`],
+  ['42P07', 1, 'any other error fails the start at once'],
+] as const) {
+  t.test(what, async (t) => {
+    let ran = 0
+    const failing = async () => {
+      ran++
+      throw wrapped(code)
+    }
+    await t.rejects(runningAgainOnDeadlock(failing, async () => {}), { cause: { code } })
+    t.equal(ran, runs)
+  })
+}

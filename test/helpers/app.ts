@@ -4,9 +4,10 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import t, { type Test } from 'tap'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { defaults, type Config } from '../../src/config.js'
+import { openDatabase, type DbHandle } from '../../src/db/client.js'
 import { makeRepos } from '../../src/db/repos/index.js'
-import { testDatabase } from './db.js'
-import { fileTeardown } from './folder-suite.js'
+import { freshPostgresDatabase, testDatabase } from './db.js'
+import { fileTeardown, thisFile } from './folder-suite.js'
 import { specProblems } from './spec-check.js'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
@@ -93,4 +94,21 @@ export async function call(tt: Test, app: FastifyInstance, options: CallOptions)
     json = undefined
   }
   return { status: res.statusCode, headers: res.headers, raw: res.body, json }
+}
+
+/**
+ * An app on a new PostgreSQL database of its own (freshPostgresDatabase: `createOptions` are
+ * CREATE DATABASE's), migrated, with a Pro project with beta on and its key: for what the
+ * shared database cannot show (its collation, its time zone, its columns' types changing).
+ * The database is dropped when the file ends. PostgreSQL only (test/reliability/).
+ */
+export async function appOnFreshPostgres(t: Test, options: { createOptions?: string; poolSize?: number } = {}): Promise<{ url: string; handle: DbHandle; app: FastifyInstance; key: string }> {
+  const url = await freshPostgresDatabase(thisFile, options.createOptions)
+  const handle = await openDatabase({ databaseUrl: url, poolSize: options.poolSize ?? 2 })
+  fileTeardown(() => handle.close())
+  await handle.migrate()
+  const app = await buildApp({ ...defaults, logLevel: 'silent' }, handle)
+  t.teardown(() => app.close())
+  const { apiKey: key } = await makeRepos(handle.db).projects.create({ name: 'Own database', plan: 'pro', beta_enabled: true })
+  return { url, handle, app, key }
 }

@@ -4,22 +4,10 @@
 // `ch_a...` first (found by a contract review). Every id column is COLLATE "C" (migration 0020).
 import postgres from 'postgres'
 import t from 'tap'
-import { buildApp } from '../../src/app.js'
-import { defaults } from '../../src/config.js'
-import { openDatabase } from '../../src/db/client.js'
-import { makeRepos } from '../../src/db/repos/index.js'
-import { call } from '../helpers/app.js'
-import { freshPostgresDatabase } from '../helpers/db.js'
-import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
+import { appOnFreshPostgres, call } from '../helpers/app.js'
 
 t.test('a database with a case-insensitive collation lists ties in the ids\' byte order, by offset and by cursor', async (t) => {
-  const url = await freshPostgresDatabase(thisFile, "template template0 locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'")
-  const handle = await openDatabase({ databaseUrl: url, poolSize: 2 })
-  fileTeardown(() => handle.close())
-  await handle.migrate()
-  const app = await buildApp({ ...defaults, logLevel: 'silent' }, handle)
-  t.teardown(() => app.close())
-  const { apiKey: key } = await makeRepos(handle.db).projects.create({ name: 'Collation', plan: 'pro', beta_enabled: false })
+  const { url, app, key } = await appOnFreshPostgres(t, { createOptions: "template template0 locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'" })
 
   const sql = postgres(url, { max: 1, onnotice: () => {} })
   t.teardown(() => sql.end({ timeout: 5 }))

@@ -5,23 +5,11 @@
 // answered 500 (found by a rolling-migration check). The transaction now runs once more.
 import postgres from 'postgres'
 import t from 'tap'
-import { buildApp } from '../../src/app.js'
-import { defaults } from '../../src/config.js'
-import { openDatabase } from '../../src/db/client.js'
-import { makeRepos } from '../../src/db/repos/index.js'
-import { call } from '../helpers/app.js'
-import { freshPostgresDatabase } from '../helpers/db.js'
-import { fileTeardown, thisFile } from '../helpers/folder-suite.js'
+import { appOnFreshPostgres, call } from '../helpers/app.js'
 
 t.test('a write in a transaction whose prepared statements went stale is run again, not answered 500', async (t) => {
-  const url = await freshPostgresDatabase(thisFile)
   // One connection, so that the second request runs on the statements the first prepared.
-  const handle = await openDatabase({ databaseUrl: url, poolSize: 1 })
-  fileTeardown(() => handle.close())
-  await handle.migrate()
-  const app = await buildApp({ ...defaults, logLevel: 'silent' }, handle)
-  t.teardown(() => app.close())
-  const { apiKey: key } = await makeRepos(handle.db).projects.create({ name: 'Stale', plan: 'pro', beta_enabled: true })
+  const { url, app, key } = await appOnFreshPostgres(t, { poolSize: 1 })
   const admin = postgres(url, { max: 1, onnotice: () => {} })
   t.teardown(() => admin.end({ timeout: 5 }))
 
