@@ -301,6 +301,25 @@ t.test('retry-in-pipeline (issue #13\'s note): statements whose plans went stale
   }
 })
 
+t.test('retry-in-pipeline: a statement whose parameter types changed fails once, pipelined ones keep their answers, and it runs again prepared anew', async (t) => {
+  // Its retry would need a Describe first, which cannot be pipelined: it fails instead (upstream
+  // retried it, at the cost above), and its next run prepares it anew.
+  const url = await freshPostgresDatabase(t)
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
+  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  await admin.unsafe("create table c (id text primary key, n text); insert into c select 'c' || i, i::text from generate_series(1, 20) i")
+  const write = (id: string) => sql`update c set n = ${'7'} where id = ${id}`.then(() => 'updated', (error: { code?: string }) => `error ${error.code}`)
+  const read = (i: number) => sql<{ id: string }[]>`select id from c where id = ${`c${i}`}`.then((rows) => rows.map((r) => r.id).join(), (error: { code?: string }) => `error ${error.code}`)
+  t.equal(await write('c1'), 'updated')
+  await read(1)
+  await admin.unsafe('alter table c alter column n set data type integer using n::integer')
+  const [first, ...reads] = await Promise.all([write('c2'), ...Array.from({ length: 20 }, (_, k) => read(k + 1))])
+  t.equal(first, 'error 42804', 'the update fails once: its parameter is no longer of the column\'s type')
+  t.same(reads, Array.from({ length: 20 }, (_, k) => `c${k + 1}`), 'the reads pipelined with it get their own rows')
+  t.equal(await write('c3'), 'updated', 'and it runs again, prepared anew')
+})
+
 t.test('on PostgreSQL itself: a backend terminated mid-result, then the next query on the reconnected connection gets its own answer', async (t) => {
   const url = await postgresTestUrl()
   const sql = postgres(url, { max: 1, fetch_types: false, onnotice: () => {} })
