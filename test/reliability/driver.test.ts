@@ -301,6 +301,44 @@ t.test('retry-in-pipeline (issue #13\'s note): statements whose plans went stale
   }
 })
 
+t.test('retry-in-pipeline: a retry waits while a statement sent to be described first waits for its Bind', async (t) => {
+  // The stale statement fails and is retried while a statement this connection has not prepared
+  // yet (sent as Parse and Describe, its Bind to follow) is in flight: the retry's answers were
+  // taken for that statement's, and its rows and row description for the retry's (found by a review).
+  const url = await freshPostgresDatabase(t)
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
+  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  await admin.unsafe("create table a (id text primary key, n int); create table c (id text primary key, v text)")
+  await admin.unsafe("insert into a select 'a' || i, i from generate_series(1, 5) i; insert into c select 'c' || i, 'v' || i from generate_series(1, 5) i")
+  const readA = (i: number) => sql<{ id: string; n: number }[]>`select id, n from a where id = ${`a${i}`}`
+  const readC = (i: number) => sql<{ id: string; v: string }[]>`select id, v from c where id = ${`c${i}`}`
+  const outcome = (query: Promise<Array<Record<string, unknown>>>) => query.then((rows) => JSON.stringify([...rows]), (error: { code?: string; message?: string }) => `error ${error.code ?? error.message}`)
+  await readA(1)
+  await admin.unsafe('alter table a alter column id set data type text collate "C"')
+  const hung = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref())
+  const answers = await Promise.race([hung, Promise.all([outcome(readA(2)), outcome(readC(3)), outcome(readA(4)), outcome(readC(5))])])
+  t.same(answers, ['[{"id":"a2","n":2}]', '[{"id":"c3","v":"v3"}]', '[{"id":"a4","n":4}]', '[{"id":"c5","v":"v5"}]'], 'each its own row')
+  t.same(await outcome(readC(1)), '[{"id":"c1","v":"v1"}]', 'and the statement described meanwhile keeps its own columns')
+})
+
+t.test('retry-in-pipeline: a retried statement binds the values it was given, not their text serialised again', async (t) => {
+  // Bind() replaces a statement's parameters with their text; the retry bound that text again:
+  // true became false, a JSON object a JSON string (found by a review; a portal query on
+  // `beta_enabled = true` then found nothing after a migration).
+  const url = await freshPostgresDatabase(t)
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
+  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  await admin.unsafe("create table rp (id text primary key, flag boolean, doc jsonb); insert into rp values ('r1', false, '{}')")
+  const write = (n: number) => sql`update rp set flag = ${true}, doc = ${sql.json({ n })} where id = ${'r1'} returning id`
+  const read = async () => [...(await admin<{ flag: boolean; doc: unknown }[]>`select flag, doc from rp where id = 'r1'`)]
+  await write(1)
+  await admin.unsafe('alter table rp alter column id set data type text collate "C"')
+  t.same([...(await write(2))], [{ id: 'r1' }], 'the stale update is retried')
+  t.same(await read(), [{ flag: true, doc: { n: 2 } }], 'with the values it was given')
+})
+
 t.test('retry-in-pipeline: a statement whose parameter types changed fails once, pipelined ones keep their answers, and it runs again prepared anew', async (t) => {
   // Its retry would need a Describe first, which cannot be pipelined: it fails instead (upstream
   // retried it, at the cost above), and its next run prepares it anew.
