@@ -32,7 +32,7 @@ export async function withMigrationLock(url: string, options: MigrationClientOpt
 }
 
 /** How many times the migrations run while they deadlock with the requests of instances still serving. */
-export const MIGRATION_RUNS = 5
+export const MIGRATION_RUNS = 8
 /** The pause before the second run; each later one waits as much more. */
 const DEADLOCK_PAUSE_MS = 500
 
@@ -44,12 +44,18 @@ const DEADLOCK_PAUSE_MS = 500
  * the migration, nothing of it was committed: a new start failed on it every time under a light
  * load of an older instance (found by a review of a rolling upgrade across migration 0020).
  */
-export async function runningAgainOnDeadlock(migrate: () => Promise<void>, pause: (ms: number) => Promise<unknown> = sleep): Promise<void> {
+export async function runningAgainOnDeadlock(
+  migrate: () => Promise<void>,
+  pause: (ms: number) => Promise<unknown> = sleep,
+  report: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<void> {
   for (let run = 1; ; run++) {
     try {
       return await migrate()
     } catch (error) {
       if (sqlState(error) !== '40P01' || run >= MIGRATION_RUNS) throw error
+      // A line of its own, like the start's other problems (the server's log is not open yet).
+      report(`Migrations: PostgreSQL ended them in a deadlock with requests of running instances (40P01); running them again in ${(DEADLOCK_PAUSE_MS * run) / 1000} s (run ${run + 1} of ${MIGRATION_RUNS}).`)
       await pause(DEADLOCK_PAUSE_MS * run)
     }
   }

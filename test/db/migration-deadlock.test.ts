@@ -10,6 +10,7 @@ const wrapped = (code: string) => Object.assign(new Error('Failed query: alter t
 
 t.test('a deadlock runs the migrations again, after a longer pause each time', async (t) => {
   const pauses: number[] = []
+  const lines: string[] = []
   let runs = 0
   await runningAgainOnDeadlock(
     async () => {
@@ -17,9 +18,11 @@ t.test('a deadlock runs the migrations again, after a longer pause each time', a
       if (runs < 3) throw wrapped('40P01')
     },
     async (ms) => void pauses.push(ms),
+    (line) => lines.push(line),
   )
   t.equal(runs, 3, 'two deadlocks, then done')
   t.same(pauses, [500, 1000])
+  t.match(lines, [/deadlock .*running them again in 0.5 s \(run 2 of \d+\)/, /in 1 s \(run 3 of/], 'each said in a line (a review found none)')
 })
 
 for (const [code, runs, what] of [
@@ -32,7 +35,7 @@ for (const [code, runs, what] of [
       ran++
       throw wrapped(code)
     }
-    await t.rejects(runningAgainOnDeadlock(failing, async () => {}), { cause: { code } })
+    await t.rejects(runningAgainOnDeadlock(failing, async () => {}, () => {}), { cause: { code } })
     t.equal(ran, runs)
   })
 }
