@@ -267,15 +267,21 @@ t.test('commit-rollback (#1217): a transaction whose COMMIT PostgreSQL answers w
   t.same([...(await sql`select n from ${sql(table)}`)], [], 'and nothing of it was committed')
 })
 
+/** A database of the test's own, a client for its DDL, and a client of one connection that prepares its statements. */
+async function preparingClient(t: Test) {
+  const url = await freshPostgresDatabase(t)
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
+  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  return { admin, sql }
+}
+
 t.test('retry-in-pipeline (issue #13\'s note): statements whose plans went stale, retried on a pipelined connection, each get their own rows', async (t) => {
   // A column's type changes under prepared statements (a migration run by another instance):
   // each fails once with 0A000 and postgres.js runs it again. It sent the retry as Parse and
   // Describe first, its Bind after PostgreSQL answered; the statements pipelined behind it were
   // answered in between and taken for its answer (found by a review of a rolling migration).
-  const url = await freshPostgresDatabase(t)
-  const admin = postgres(url, { max: 1, onnotice: () => {} })
-  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
-  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  const { admin, sql } = await preparingClient(t)
   await admin.unsafe('create table a (id text primary key, n int); create table b (id text primary key, m int)')
   await admin.unsafe("insert into a select 'a' || i, i from generate_series(1, 20) i; insert into b select 'b' || i, -i from generate_series(1, 20) i")
   const readA = (i: number) => sql<{ id: string; n: number }[]>`select id, n from a where id = ${`a${i}`}`
@@ -305,10 +311,7 @@ t.test('retry-in-pipeline: a retry waits while a statement sent to be described 
   // The stale statement fails and is retried while a statement this connection has not prepared
   // yet (sent as Parse and Describe, its Bind to follow) is in flight: the retry's answers were
   // taken for that statement's, and its rows and row description for the retry's (found by a review).
-  const url = await freshPostgresDatabase(t)
-  const admin = postgres(url, { max: 1, onnotice: () => {} })
-  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
-  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  const { admin, sql } = await preparingClient(t)
   await admin.unsafe("create table a (id text primary key, n int); create table c (id text primary key, v text)")
   await admin.unsafe("insert into a select 'a' || i, i from generate_series(1, 5) i; insert into c select 'c' || i, 'v' || i from generate_series(1, 5) i")
   const readA = (i: number) => sql<{ id: string; n: number }[]>`select id, n from a where id = ${`a${i}`}`
@@ -326,10 +329,7 @@ t.test('retry-in-pipeline: a retried statement binds the values it was given, no
   // Bind() replaces a statement's parameters with their text; the retry bound that text again:
   // true became false, a JSON object a JSON string (found by a review; a portal query on
   // `beta_enabled = true` then found nothing after a migration).
-  const url = await freshPostgresDatabase(t)
-  const admin = postgres(url, { max: 1, onnotice: () => {} })
-  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
-  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  const { admin, sql } = await preparingClient(t)
   await admin.unsafe("create table rp (id text primary key, flag boolean, doc jsonb); insert into rp values ('r1', false, '{}')")
   const write = (n: number) => sql`update rp set flag = ${true}, doc = ${sql.json({ n })} where id = ${'r1'} returning id`
   const read = async () => [...(await admin<{ flag: boolean; doc: unknown }[]>`select flag, doc from rp where id = 'r1'`)]
@@ -342,10 +342,7 @@ t.test('retry-in-pipeline: a retried statement binds the values it was given, no
 t.test('retry-in-pipeline: a statement whose parameter types changed fails once, pipelined ones keep their answers, and it runs again prepared anew', async (t) => {
   // Its retry would need a Describe first, which cannot be pipelined: it fails instead (upstream
   // retried it, at the cost above), and its next run prepares it anew.
-  const url = await freshPostgresDatabase(t)
-  const admin = postgres(url, { max: 1, onnotice: () => {} })
-  const sql = postgres(url, { max: 1, prepare: true, fetch_types: false, onnotice: () => {} })
-  t.teardown(() => Promise.all([sql.end({ timeout: 5 }), admin.end({ timeout: 5 })]))
+  const { admin, sql } = await preparingClient(t)
   await admin.unsafe("create table c (id text primary key, n text); insert into c select 'c' || i, i::text from generate_series(1, 20) i")
   const write = (id: string) => sql`update c set n = ${'7'} where id = ${id}`.then(() => 'updated', (error: { code?: string }) => `error ${error.code}`)
   const read = (i: number) => sql<{ id: string }[]>`select id from c where id = ${`c${i}`}`.then((rows) => rows.map((r) => r.id).join(), (error: { code?: string }) => `error ${error.code}`)
