@@ -371,6 +371,12 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     } else if (problem.status >= 500 && problem.code !== 'not_implemented') {
       request.log.error({ err: loggableError(error) }, problem.code)
     }
+    // Fastify's body parser says Connection: close on any error of the body (a 413 before it is
+    // read), and Node then closed the socket with the body still arriving: a reset, which a
+    // client still writing its body (a proxy) got instead of the 413 (CI's contract step through
+    // Prism failed so, once, under load). Node reads and drops the rest of the body itself, as
+    // after a 401 sent before the body (connection.ts), and the request timeout bounds that.
+    if (!ctx.lifecycle.draining) reply.removeHeader('connection')
     return sendProblem(request, reply, problem)
   })
   app.setNotFoundHandler((request, reply) => sendProblem(request, reply, notFoundOrNotAllowed(request, ctx.config.adminToken !== undefined)))

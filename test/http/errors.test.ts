@@ -184,6 +184,24 @@ t.test('a body over 1 MiB is 413', async (t) => {
   t.equal(res.json.code, 'payload_too_large')
 })
 
+t.test('a 413 keeps its connection: the rest of the body is read and dropped, and the next request answered', async (t) => {
+  // Fastify said Connection: close on it, and Node closed the socket with the body still
+  // arriving: a client still writing (Prism, in CI's contract step) got a reset, not its 413.
+  const app = await testApp()
+  const { key } = await createProject()
+  await overHttp(app)
+  const body = JSON.stringify({ title: 'x'.repeat(2 * 1024 * 1024) })
+  const answer = await rawExchange(
+    app,
+    `POST /v1/changelog HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+      'GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n',
+  )
+  const [first = '', second = ''] = answer.split(/(?=HTTP\/1\.1 \d{3} )/)
+  t.match(first, /^HTTP\/1\.1 413 /, 'the 413')
+  t.notMatch(first, /\r\nconnection: close\r\n/i, 'which does not close the connection')
+  t.match(second, /^HTTP\/1\.1 200 [^]*\{"status":"ok"\}$/, 'and the next request on it is answered')
+})
+
 t.test('absurd bodies are 4xx, never 5xx', async (t) => {
   const app = await testApp()
   const deep = '['.repeat(10_000) + ']'.repeat(10_000)
