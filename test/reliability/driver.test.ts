@@ -307,6 +307,48 @@ t.test('retry-in-pipeline (issue #13\'s note): statements whose plans went stale
   }
 })
 
+t.test('retry-in-pipeline: a retried autocommit write never runs inside a transaction begun behind it', async (t) => {
+  // Retried at once on its connection, a write went out after a BEGIN another caller had
+  // pipelined behind it, ran in that transaction, and was rolled back with it while it was
+  // answered as done (found by a review: about 1 in 70 writes lost while collations flipped).
+  const { admin, sql } = await preparingClient(t)
+  await admin.unsafe('create table li (id text primary key); create table lt (id text primary key)')
+  let stop = false
+  let n = 0
+  const acknowledged: string[] = []
+  const writes = async () => {
+    while (!stop) {
+      const id = `i${n++}`
+      const rows = await sql`insert into li (id) values (${id}) returning id`.catch(() => [])
+      if (rows.length) acknowledged.push(id)
+    }
+  }
+  const rolledBack = async () => {
+    while (!stop) {
+      await sql
+        .begin(async (tx) => {
+          await tx`select id from li where id = ${'i1'}`
+          await tx`insert into lt (id) values (${`t${n++}`})`
+          throw new Error('rolled back on purpose')
+        })
+        .catch(() => undefined)
+    }
+  }
+  const load = [...Array(6)].map(writes).concat([...Array(2)].map(rolledBack))
+  for (const collation of ['C', 'default', 'C', 'default', 'C', 'default']) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await admin.begin(async (tx) => {
+      await tx.unsafe(`alter table li alter column id set data type text collate "${collation}"`)
+      await tx.unsafe(`alter table lt alter column id set data type text collate "${collation}"`)
+    })
+  }
+  stop = true
+  await Promise.all(load)
+  const stored = new Set((await admin<{ id: string }[]>`select id from li`).map((r) => r.id))
+  t.ok(acknowledged.length > 100, `writes were made (${acknowledged.length})`)
+  t.same(acknowledged.filter((id) => !stored.has(id)), [], 'every acknowledged write is stored')
+})
+
 t.test('retry-in-pipeline: a retry waits while a statement sent to be described first waits for its Bind', async (t) => {
   // The stale statement fails and is retried while a statement this connection has not prepared
   // yet (sent as Parse and Describe, its Bind to follow) is in flight: the retry's answers were
@@ -339,9 +381,9 @@ t.test('retry-in-pipeline: a retried statement binds the values it was given, no
   t.same(await read(), [{ flag: true, doc: { n: 2 } }], 'with the values it was given')
 })
 
-t.test('retry-in-pipeline: a statement whose parameter types changed fails once, pipelined ones keep their answers, and it runs again prepared anew', async (t) => {
-  // Its retry would need a Describe first, which cannot be pipelined: it fails instead (upstream
-  // retried it, at the cost above), and its next run prepares it anew.
+t.test('retry-in-pipeline: a statement whose parameter types changed is described anew and run, and the statements pipelined with it keep their answers', async (t) => {
+  // Its retry needs a Describe first (transformAssignedExpr: the new types), which the pool
+  // allows only with nothing pipelined behind it: handed back to the pool, it gets that.
   const { admin, sql } = await preparingClient(t)
   await admin.unsafe("create table c (id text primary key, n text); insert into c select 'c' || i, i::text from generate_series(1, 20) i")
   const write = (id: string) => sql`update c set n = ${'7'} where id = ${id}`.then(() => 'updated', (error: { code?: string }) => `error ${error.code}`)
@@ -350,9 +392,9 @@ t.test('retry-in-pipeline: a statement whose parameter types changed fails once,
   await read(1)
   await admin.unsafe('alter table c alter column n set data type integer using n::integer')
   const [first, ...reads] = await Promise.all([write('c2'), ...Array.from({ length: 20 }, (_, k) => read(k + 1))])
-  t.equal(first, 'error 42804', 'the update fails once: its parameter is no longer of the column\'s type')
+  t.equal(first, 'updated', 'the update runs, its parameter now of the column\'s type')
   t.same(reads, Array.from({ length: 20 }, (_, k) => `c${k + 1}`), 'the reads pipelined with it get their own rows')
-  t.equal(await write('c3'), 'updated', 'and it runs again, prepared anew')
+  t.equal(await write('c3'), 'updated', 'and so it runs from then on')
 })
 
 t.test('on PostgreSQL itself: a backend terminated mid-result, then the next query on the reconnected connection gets its own answer', async (t) => {

@@ -19,11 +19,12 @@ const isStalePlan = (error: unknown): boolean => someCause(error, (e) => e.code 
 
 /**
  * How many times a transaction runs while its statements' plans are found stale: each run finds
- * one (the first fails the transaction), and postgres.js prepares that one anew next time, so a
- * transaction of n stale statements needs n + 1 runs. The longest transactions run about a dozen
- * statements.
+ * one (the first fails the transaction), and postgres.js prepares that one anew next time on
+ * that connection, but every connection of the pool holds its own copy, and a run may take any
+ * of them: a transaction of n statements may meet up to pool size × n stale copies (a review saw
+ * a signup fail after 16 runs with the default pool of 10). Each failed run costs one statement.
  */
-export const STALE_PLAN_RUNS = 16
+export const STALE_PLAN_RUNS = 100
 
 /**
  * `db.transaction(work)`, run again while it fails on a stale plan: nothing of a failed run was
