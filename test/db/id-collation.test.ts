@@ -4,6 +4,7 @@
 // shows the order itself on such a database).
 import { sql } from 'drizzle-orm'
 import t from 'tap'
+import { rowsOf } from '../../src/db/results.js'
 import { testDatabase } from '../helpers/db.js'
 
 t.test('every id column is COLLATE "C"', async (t) => {
@@ -11,7 +12,7 @@ t.test('every id column is COLLATE "C"', async (t) => {
   const result = await db.execute(sql`
     select table_name, collation_name from information_schema.columns
     where table_schema = current_schema() and column_name = 'id' order by table_name`)
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ table_name: string; collation_name: string | null }>
+  const rows = rowsOf<{ table_name: string; collation_name: string | null }>(result)
   t.ok(rows.length >= 10, `the tables with an id (${rows.map((r) => r.table_name).join(', ')})`)
   for (const row of rows) t.equal(row.collation_name, 'C', `${row.table_name}.id`)
 })

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
+import { rowsOf } from '../../src/db/results.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -38,7 +39,6 @@ t.test("a label written composed and decomposed is one label, and either finds t
 t.test('migration 0021 brings stored emails and labels to NFC, and leaves an email whose NFC form is taken', async (t) => {
   const { db } = await testDatabase()
   const { id: projectId } = await createProject()
-  const rows = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, unknown>>
   const suffix = Math.random().toString(36).slice(2, 8)
   const program = `bp_nfc${suffix}${'P'.repeat(15 - suffix.length)}`
   await db.execute(sql`insert into beta_programs (id, project_id, name, slug) values (${program}, ${projectId}, 'NFC', ${`nfc-${suffix}`})`)
@@ -57,9 +57,9 @@ t.test('migration 0021 brings stored emails and labels to NFC, and leaves an ema
   const migration = readFileSync(new URL('../../drizzle/0021_emails_labels_nfc.sql', import.meta.url), 'utf8')
   for (const statement of migration.split('--> statement-breakpoint')) await db.execute(sql.raw(statement))
 
-  const emails = rows(await db.execute(sql`select email from beta_testers where beta_program_id = ${program} order by email`)).map((r) => r.email)
+  const emails = rowsOf<{ email: string }>(await db.execute(sql`select email from beta_testers where beta_program_id = ${program} order by email`)).map((r) => r.email)
   t.same(emails.sort(), [`ana\u0308-${suffix}@example.com`.normalize('NFC'), `j\u00f6rg-${suffix}@example.com`, `jo\u0308rg-${suffix}@example.com`].sort(), 'the lone one in NFC; the twin left beside its composed form')
-  const [labels] = rows(await db.execute(sql`select labels from changelog_entries where id = ${entry}`))
+  const [labels] = rowsOf<{ labels: string[] }>(await db.execute(sql`select labels from changelog_entries where id = ${entry}`))
   t.same(labels?.labels, ['b', 'caf\u00e9', 'a'], 'labels in NFC, the duplicate dropped, in first-seen order')
 })
 
