@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { ApiError, notJson } from './errors.js'
 import { isPortal, notForm } from './form-parser.js'
+import { unstorable } from '../domain/text.js'
 
 /**
  * How deep a body may nest, and how many fields or items one object or array may hold: far
@@ -51,19 +52,16 @@ function pastBounds(text: string): string | undefined {
 }
 
 /**
- * The first string (value or key) PostgreSQL text could not hold as sent: U+0000, or a lone
- * UTF-16 surrogate (one backend refuses it, the other silently stores U+FFFD). Walked with an
- * explicit stack, since bodies may nest deeper than the call stack.
+ * Why the first string (value or key) that PostgreSQL text could not hold as sent cannot be
+ * stored (domain/text.ts). Walked with an explicit stack, since bodies may nest deeper than the call stack.
  */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
 function unstorableString(value: unknown): string | undefined {
   const stack: unknown[] = [value]
   while (stack.length) {
     const node = stack.pop()
     if (typeof node === 'string') {
-      if (node.includes('\u0000')) return 'must not contain the NUL character (\\u0000)'
-      if (LONE_SURROGATE.test(node)) return 'must not contain a lone UTF-16 surrogate'
+      const reason = unstorable(node)
+      if (reason) return reason
     } else if (Array.isArray(node)) {
       // One push an element: spread into arguments, an array of a few hundred thousand
       // elements overflowed the call stack (a 500 to any body of one, before any route's check).

@@ -4,7 +4,9 @@
 import { eq, sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { changelog_entries } from '../../src/db/schema.js'
+import { cursorOwner, encodeCursor } from '../../src/domain/cursor.js'
 import { newId } from '../../src/domain/ids.js'
+import { hashApiKey } from '../../src/domain/secrets.js'
 import { call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -177,6 +179,24 @@ t.test('a cursor holds its status and label: sent alone it goes on with its list
   const published = await cursor('')
   t.equal((await get(t, key, `/v1/changelog?status=published&cursor=${published}`)).status, 200, 'a default cursor serves status=published')
   await refused(`status=all&cursor=${published}`, 'a published cursor in all')
+})
+
+t.test('a forged cursor holding a label no list could store is a 400, not a 500 (found by an attacker review)', async (t) => {
+  const { id, key } = await createProject()
+  await seed(id)
+  // A cursor is readable: any key holder can write one for its own key with the label it likes.
+  const forged = (label: string) =>
+    encodeCursor(`${cursorOwner(hashApiKey(key))}/changelog:all:${JSON.stringify(label)}`, { at: day(1), id: 'ch_000000000000000000000', offset: 1 })
+  t.equal((await get(t, key, `/v1/changelog?limit=1&cursor=${forged('new')}`)).status, 200, 'the forgery is a cursor the server accepts with a storable label')
+  for (const [label, what] of [
+    ['a\u0000', 'U+0000 (PostgreSQL refused the statement: a 500)'],
+    ['a\ud800', 'a lone surrogate'],
+    ['New', 'a label not lowercased'],
+  ] as const) {
+    const res = await get(t, key, `/v1/changelog?limit=1&cursor=${forged(label)}`)
+    t.equal(res.status, 400, what)
+    t.equal(res.json.code, 'validation_failed', what)
+  }
 })
 
 t.test('an unknown status is a 400', async (t) => {
