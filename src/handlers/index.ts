@@ -1,6 +1,6 @@
 // The handler registry, derived from openapi.yaml: each operation is served by the export of the
 // same name as its operationId, in one of the modules below (one per resource). A new operation
-// in an existing module needs no edit here; a new module is one more line in `modules`.
+// in an existing module needs no edit here; a new module is one more entry in `handlerModules`.
 import { routes } from '../../generated/routes.js'
 import { PLUGIN_OPERATIONS, type HandledOperationId, type Handler, type HandlerMap, type OperationId } from '../http/types.js'
 import * as admin from './admin.js'
@@ -22,10 +22,14 @@ import * as webhooks from './webhooks.js'
  */
 export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[]
 
-const modules = { ...admin, ...programs, ...testers, ...changelog, ...feedback, ...metrics, ...ops, ...portalBeta, ...portalChangelog, ...webhooks, ...events }
+/** Every module of src/handlers, once each. */
+const handlerModules = [admin, programs, testers, changelog, feedback, metrics, ops, portalBeta, portalChangelog, webhooks, events] as const
+
+/** The intersection of a list of modules' types: what their exports merged into one object hold. */
+type Merged<T extends readonly object[]> = T extends readonly [infer First, ...infer Rest extends readonly object[]] ? First & Merged<Rest> : unknown
 
 /**
- * Throws when two modules export one name: `modules` would keep the last one's, and a helper
+ * Throws when two modules export one name: merged, the last one's would be kept, and a helper
  * named like an operationId elsewhere would silently replace that operation's handler.
  */
 export function exportedOnce(modules: readonly object[]): void {
@@ -34,7 +38,14 @@ export function exportedOnce(modules: readonly object[]): void {
   for (const module of modules) for (const name of Object.keys(module)) (seen.has(name) ? twice : seen).add(name)
   if (twice.size) throw new Error(`more than one module of src/handlers exports ${[...twice].join(', ')}: give each export one name`)
 }
-exportedOnce([admin, programs, testers, changelog, feedback, metrics, ops, portalBeta, portalChangelog, webhooks, events])
+
+/** The exports of every module of `list` in one object, checked by exportedOnce first. */
+export function mergedOnce<const T extends readonly object[]>(list: T): Merged<T> {
+  exportedOnce(list)
+  return Object.assign({}, ...list) as Merged<T>
+}
+
+const modules = mergedOnce(handlerModules)
 const pending = Object.fromEntries(NOT_IMPLEMENTED.map((id: OperationId) => [id, notImplemented(id)])) as {
   [K in (typeof NOT_IMPLEMENTED)[number]]: Handler<K>
 }

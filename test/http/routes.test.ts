@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
 import { routes } from '../../generated/routes.js'
-import { exportedOnce, handlerRegistry, handlers, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
+import { exportedOnce, handlerRegistry, handlers, mergedOnce, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
 import { isNotImplemented } from '../../src/handlers/not-implemented.js'
 import { PLUGIN_OPERATIONS } from '../../src/http/types.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
@@ -62,6 +62,13 @@ t.test('the registry takes each handler by its operationId, and names an operati
 t.test('a name exported by two handler modules stops the start: one would replace the other', async (t) => {
   t.throws(() => exportedOnce([{ getHealth: () => {}, record: () => {} }, { getHealth: () => {} }]), /more than one module of src\/handlers exports getHealth: give each export one name/)
   t.doesNotThrow(() => exportedOnce([{ getHealth: () => {} }, { listEvents: () => {} }]))
+  // The registry is merged by mergedOnce, so a module added to its list is checked too (a review
+  // added one to the merge alone, and its getBetaProgram replaced the real one without a word).
+  const health = () => {}
+  const events = () => {}
+  t.same(Object.keys(mergedOnce([{ getHealth: health }, { listEvents: events }])), ['getHealth', 'listEvents'])
+  t.equal(mergedOnce([{ getHealth: health }, { listEvents: events }]).listEvents, events)
+  t.throws(() => mergedOnce([{ getHealth: health }, { getHealth: () => {} }]), /more than one module of src\/handlers exports getHealth/)
 })
 
 t.test('operations not built yet are exactly the listed ones, and answer 501 problem+json', async (t) => {
