@@ -18,6 +18,9 @@ export interface RouteSpec {
   bodyOptional?: true
 }
 
+/** The operations secured by an API key: the guard finds their project (a handler's `principal`). */
+export type ApiKeyOperationId = "listBetaPrograms" | "createBetaProgram" | "getBetaProgram" | "updateBetaProgram" | "deleteBetaProgram" | "listBetaTesters" | "enrollBetaTester" | "getBetaTester" | "updateBetaTester" | "deleteBetaTester" | "listBetaFeedback" | "getBetaFeedback" | "listChangelogEntries" | "createChangelogEntry" | "getChangelogEntry" | "updateChangelogEntry" | "deleteChangelogEntry" | "listWebhookEndpoints" | "createWebhookEndpoint" | "getWebhookEndpoint" | "updateWebhookEndpoint" | "deleteWebhookEndpoint" | "rotateWebhookEndpointSecret" | "testWebhookEndpoint" | "listWebhookDeliveries" | "getWebhookDelivery" | "retryWebhookDelivery" | "listEvents" | "getEvent"
+
 /**
  * The GETs secured by an API key: the operations that may read by the key itself instead of
  * having the guard look it up first (readByKey in src/http/guard.ts).

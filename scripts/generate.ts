@@ -125,6 +125,7 @@ for (const [path, item] of Object.entries(doc.paths as JsonObject)) {
   }
 }
 
+const apiKeyOperations = routes.filter((r) => r.security === 'ApiKey').map((r) => r.operationId as string)
 const apiKeyReads = routes.filter((r) => r.method === 'GET' && r.security === 'ApiKey').map((r) => r.operationId as string)
 
 await mkdir(`${root}generated`, { recursive: true })
@@ -150,6 +151,9 @@ export interface RouteSpec {
   /** Set when the request body is optional (\`requestBody.required\` is not true). */
   bodyOptional?: true
 }
+
+/** The operations secured by an API key: the guard finds their project (a handler's \`principal\`). */
+export type ApiKeyOperationId = ${apiKeyOperations.map((id) => JSON.stringify(id)).join(' | ') || 'never'}
 
 /**
  * The GETs secured by an API key: the operations that may read by the key itself instead of

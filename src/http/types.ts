@@ -5,7 +5,7 @@ import type { Socket } from 'node:net'
 import type { Readable } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
 import type { operations } from '../../generated/api.js'
-import type { ApiKeyReadId, OperationId } from '../../generated/routes.js'
+import type { ApiKeyOperationId, ApiKeyReadId, OperationId } from '../../generated/routes.js'
 import type { Config } from '../config.js'
 import type { Repos } from '../db/repos/index.js'
 import type { KeyScope } from '../db/repos/scope.js'
@@ -15,7 +15,7 @@ import type { JsonText } from './json-text.js'
 import type { SendWatch } from './send-rate.js'
 import type { Metrics } from './metrics.js'
 
-export type { ApiKeyReadId, OperationId }
+export type { ApiKeyOperationId, ApiKeyReadId, OperationId }
 type Op<K extends OperationId> = operations[K]
 
 type Defined<T> = [T] extends [never] ? Record<string, never> : [T] extends [undefined] ? Record<string, never> : NonNullable<T>
@@ -74,13 +74,12 @@ interface RequestParts<K extends OperationId> {
   log: FastifyBaseLogger
 }
 
-export type ApiRequest<K extends OperationId> = RequestParts<K> & {
-  /**
-   * The project of the request's API key, looked up by the guard before the handler runs. Set on
-   * every operation secured by an API key; undefined on admin, ops and portal operations.
-   */
-  principal: Principal
-}
+/**
+ * `principal`: the project of the request's API key, looked up by the guard before the handler
+ * runs. Only an operation secured by an API key has one: an admin, ops or portal handler that
+ * reads it does not compile.
+ */
+export type ApiRequest<K extends OperationId> = RequestParts<K> & (K extends ApiKeyOperationId ? { principal: Principal } : { principal?: never })
 
 /**
  * The request of a read that proves its own key (readByKey in guard.ts): no lookup has run, and

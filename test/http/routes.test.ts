@@ -6,7 +6,7 @@ import { parse } from 'yaml'
 import { routes } from '../../generated/routes.js'
 import { exportedOnce, handlerRegistry, handlers, mergedOnce, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
 import { isNotImplemented } from '../../src/handlers/not-implemented.js'
-import { PLUGIN_OPERATIONS } from '../../src/http/types.js'
+import { PLUGIN_OPERATIONS, type ApiRequest, type OperationId, type Principal } from '../../src/http/types.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { source, spec } from '../helpers/spec-check.js'
 import { audienceDocument } from '../../scripts/openapi-documents.js'
@@ -70,6 +70,16 @@ t.test('a name exported by two handler modules stops the start: one would replac
   t.equal(mergedOnce([{ getHealth: health }, { listEvents: events }]).listEvents, events)
   t.throws(() => mergedOnce([{ getHealth: health }, { getHealth: () => {} }]), /more than one module of src\/handlers exports getHealth/)
 })
+
+// Checked by the type check (npm run typecheck), not at run time: only an operation secured by an
+// API key has a principal, so an operator, ops or portal handler that reads one does not compile
+// (it was typed on every handler, and read where there is none it was a 500; a takeover review).
+type PrincipalOf<K extends OperationId> = ApiRequest<K>['principal']
+export const keyHandlersHaveOne: Principal = {} as PrincipalOf<'getChangelogEntry'>
+// @ts-expect-error an operator operation has no principal
+export const operatorHandlersHaveNone: Principal = {} as PrincipalOf<'adminListProjects'>
+// @ts-expect-error a portal operation has no principal
+export const portalHandlersHaveNone: Principal = {} as PrincipalOf<'getBetaJoinPage'>
 
 t.test('operations not built yet are exactly the listed ones, and answer 501 problem+json', async (t) => {
   const pending = Object.entries(handlers).filter(([, handler]) => isNotImplemented(handler)).map(([id]) => id)
