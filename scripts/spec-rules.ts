@@ -137,6 +137,16 @@ export function evolutionProblems(doc: JsonObject): string[] {
     if (!names.includes('retry-after')) problems.push(`${where} 409: it takes Idempotency-Key, so idempotency_in_progress may answer it, with Retry-After; document the header`)
   }
 
+  // A 304 is the answer to If-None-Match: an operation documents both or neither (a review added
+  // a read with a 304 and no If-None-Match, and no check said so).
+  for (const { where, op, item } of operations(doc)) {
+    const parameters = [...((op.parameters ?? []) as Json[]), ...((item.parameters ?? []) as Json[])].map(resolved)
+    const takesTag = parameters.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'if-none-match')
+    const notModified = op.responses?.['304'] !== undefined
+    if (notModified && !takesTag) problems.push(`${where}: it documents a 304, so it takes If-None-Match; document the parameter`)
+    if (takesTag && !notModified) problems.push(`${where}: it takes If-None-Match, so it may answer 304; document the response`)
+  }
+
   // servers: an absolute URL, through a variable with an absolute default, and a short description.
   const servers = (doc.servers ?? []) as JsonObject[]
   if (!servers.length) problems.push('servers: none')

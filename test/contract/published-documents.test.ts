@@ -113,6 +113,12 @@ t.test('each rule catches a deliberately broken document', async (t) => {
     [/Problem\/properties\/code: a response enum is closed/],
   )
   catches(t, (d) => (s(d).BetaTesterStatus.description = 'The status.'), [/BetaTesterStatus: x-extensible-enum without a description/])
+  catches(
+    t,
+    (d) => (d.paths['/v1/changelog/{id}'].get.parameters = d.paths['/v1/changelog/{id}'].get.parameters.filter((p: JsonObject) => !String(p.$ref).endsWith('/IfNoneMatch'))),
+    [/GET \/v1\/changelog\/\{id\}: it documents a 304, so it takes If-None-Match/],
+  )
+  catches(t, (d) => delete d.paths['/v1/changelog/{id}'].get.responses['304'], [/GET \/v1\/changelog\/\{id\}: it takes If-None-Match, so it may answer 304/])
   catches(t, (d) => (s(d).BetaProgram.properties.status = { $ref: '#/components/schemas/BetaProgramStatusInput' }), [/BetaProgramStatusInput: used by requests and responses alike/, /a response enum is closed/])
   catches(t, (d) => delete s(d).BetaProgramCreate.additionalProperties, [/BetaProgramCreate: a request object is open/])
   catches(t, (d) => (s(d).BetaProgramCreate.properties.status = { $ref: '#/components/schemas/BetaProgramStatusInput', default: 'draft' }), [/BetaProgramCreate\/properties\/status: a default beside a \$ref/])
