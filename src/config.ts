@@ -79,6 +79,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** DB_STATEMENT_DEADLINE_MS's default: PostgreSQL answers a statement it cancels, so only a silent network may reach it. */
 export const statementDeadlineFor = (statementTimeoutMs: number) => statementTimeoutMs + 1000
 
+const DEFAULT_STATEMENT_TIMEOUT_MS = 5000
+
 export const defaults: Config = Object.freeze({
   port: 3000,
   host: '127.0.0.1',
@@ -86,9 +88,9 @@ export const defaults: Config = Object.freeze({
   dataDir: './data',
   dbPoolSize: 10,
   dbConnectTimeout: 5,
-  dbStatementTimeoutMs: 5000,
+  dbStatementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS,
   dbPrepare: true,
-  dbStatementDeadlineMs: 6000,
+  dbStatementDeadlineMs: statementDeadlineFor(DEFAULT_STATEMENT_TIMEOUT_MS),
   adminToken: undefined,
   logLevel: 'info',
   rateLimitPerMinute: 1200,

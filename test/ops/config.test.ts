@@ -1,6 +1,6 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import { defaults, loadConfig } from '../../src/config.js'
+import { defaults, loadConfig, statementDeadlineFor } from '../../src/config.js'
 
 t.test('defaults apply when nothing is set', async (t) => {
   t.same(loadConfig({}), defaults)
@@ -33,6 +33,9 @@ t.test('the statement deadline follows the statement timeout, and must exceed it
   t.equal(loadConfig({ DB_STATEMENT_TIMEOUT_MS: '2000' }).dbStatementDeadlineMs, 3000, 'by default one second over the timeout')
   t.equal(loadConfig({ DB_STATEMENT_TIMEOUT_MS: '2000', DB_STATEMENT_DEADLINE_MS: '2500' }).dbStatementDeadlineMs, 2500)
   t.throws(() => loadConfig({ DB_STATEMENT_TIMEOUT_MS: '2000', DB_STATEMENT_DEADLINE_MS: '2000' }), /DB_STATEMENT_DEADLINE_MS must be an integer from 2100/)
+  // The defaults that tests and buildApp's callers spread keep the same rule (they had it written out).
+  t.equal(defaults.dbStatementDeadlineMs, statementDeadlineFor(defaults.dbStatementTimeoutMs))
+  t.equal(loadConfig({}).dbStatementDeadlineMs, defaults.dbStatementDeadlineMs)
 })
 
 t.test('bad values stop the start with a message naming the variable', async (t) => {
