@@ -267,7 +267,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.error(
       '\nThis change would break clients generated from the released document. Make it additive, or release it on purpose:\n' +
         'bump info.version in openapi.yaml, record the change in CHANGELOG-API.md, run `npm run generate && npm run release:api`,\n' +
-        'and commit the three together (see CHANGELOG-API.md).',
+        'and commit openapi.yaml, generated/, api/released/openapi.json and CHANGELOG-API.md together (see CHANGELOG-API.md).',
     )
     process.exit(1)
   }
