@@ -1146,7 +1146,7 @@ export interface paths {
          *     anything that took an entry out of it (an entry deleted or unpublished, a label or
          *     translation taken off, the project renamed), else the project's creation. Revalidate with
          *     `If-None-Match`; `If-Modified-Since` is used only without `If-None-Match` (RFC 9110
-         *     §13.2.2), and sees changes to the second. Sends
+         *     §13.2.2), and once the last change is a minute old (`Last-Modified`). Sends
          *     `Access-Control-Allow-Origin: *`, so a browser page may read it.
          *
          *     With `label`, the feed of the published entries with that label (empty for a label no
@@ -2674,8 +2674,9 @@ export interface components {
         PortalEntryId: string;
         /**
          * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
-         *     Ignored when `If-None-Match` is sent, and when it is not an HTTP-date in one of RFC 9110's
-         *     three forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
+         *     Ignored when `If-None-Match` is sent, while the last change is less than a minute old (no
+         *     `Last-Modified` is sent then), and when it is not an HTTP-date in one of RFC 9110's three
+         *     forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
          *     ones).
          */
         IfModifiedSince: string;
@@ -2786,7 +2787,10 @@ export interface components {
         "X-Robots-Tag": "noindex";
         /** @description A strong entity tag of this public representation, for `If-None-Match`. */
         PublicETag: string;
-        /** @description The latest publication or change of an entry shown, or of anything that took an entry out (a deletion, an unpublishing, a label or translation taken off, a new project name); the project's creation when there is neither. */
+        /**
+         * @description The latest publication or change of an entry shown, or of anything that took an entry out (a deletion, an unpublishing, a label or translation taken off, a new project name); the project's creation when there is neither.
+         *     Sent only once that change is a minute old: an HTTP date has whole seconds (a change later in the same second would bear the same date), and a write is seen only when it commits, after the date it bears. Until then, revalidate with `If-None-Match`.
+         */
         "Last-Modified": string;
         /**
          * @description `public, max-age=60`: shared caches may keep the page or feed for a minute, so an
@@ -5434,8 +5438,9 @@ export interface operations {
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
                 /**
                  * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
-                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP-date in one of RFC 9110's
-                 *     three forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
+                 *     Ignored when `If-None-Match` is sent, while the last change is less than a minute old (no
+                 *     `Last-Modified` is sent then), and when it is not an HTTP-date in one of RFC 9110's three
+                 *     forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
                  *     ones).
                  */
                 "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
@@ -5494,8 +5499,9 @@ export interface operations {
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
                 /**
                  * @description A `Last-Modified` from an earlier read; `304 Not Modified` when nothing shown changed since.
-                 *     Ignored when `If-None-Match` is sent, and when it is not an HTTP-date in one of RFC 9110's
-                 *     three forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
+                 *     Ignored when `If-None-Match` is sent, while the last change is less than a minute old (no
+                 *     `Last-Modified` is sent then), and when it is not an HTTP-date in one of RFC 9110's three
+                 *     forms (§5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete RFC 850 and asctime
                  *     ones).
                  */
                 "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];

@@ -115,7 +115,7 @@ function routerProblem(error: FastifyError): ApiError {
 export interface BuildOptions {
   /** Overrides the logger, for tests that read the log lines. */
   logger?: { stream: NodeJS.WritableStream }
-  /** The in-memory rate limits' and last_used_at's clock, for tests that move time on. */
+  /** The server's clock (the in-memory rate limits', last_used_at's, the feeds' Last-Modified's), for tests that move time on. */
   now?: () => number
   /** Replaces the Markdown renderer, for tests that watch it. */
   markdown?: MarkdownRenderer
@@ -263,6 +263,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       },
     }),
     lifecycle: { draining: false },
+    now: options.now ?? Date.now,
   }
 
   // Every route the app serves, so that a test can hold it against the spec.

@@ -128,7 +128,7 @@ export const getPortalChangelogPage: Handler<'getPortalChangelogPage'> = async (
         const { project, hasMore } = state
         return changelogPage({ projectId: project.id, projectName: project.name, locale, label, limit, offset, entries, hasMore, baseUrl: ctx.config.publicBaseUrl })
       }),
-  })
+  }, ctx.now())
 }
 
 const entryNotFound = () => ({ status: 404 as const, body: changelogEntryNotFoundPage(), headers: { 'content-type': HTML_TYPE, ...pageSecurityHeaders() } })
@@ -153,7 +153,7 @@ export const getPortalChangelogEntryPage: Handler<'getPortalChangelogEntryPage'>
       sentWithin(ctx, { socket, ip }, state, locale, ([entry]) =>
         entry ? changelogEntryPage({ projectId: project.id, projectName: project.name, locale, entry, baseUrl: ctx.config.publicBaseUrl }) : undefined,
       ),
-  })
+  }, ctx.now())
   if (reply.status === 304) return reply
   // Deleted between the two statements.
   if (!reply.body) return entryNotFound()
@@ -183,7 +183,7 @@ async function feedReply(
       sentWithin(ctx, to, state, locale, (entries) =>
         build({ projectId: project.id, projectName: project.name, locale, label, entries, projectChangedAt: changedAt, baseUrl: ctx.config.publicBaseUrl }),
       ),
-  })
+  }, ctx.now())
 }
 
 export const getPortalChangelogAtom: Handler<'getPortalChangelogAtom'> = async ({ params, query, headers, socket, ip }, ctx) =>

@@ -103,6 +103,8 @@ export interface AppContext {
   sendWatch: SendWatch
   /** Set once the server stops (app.drain(), app.close()): /readyz answers 503, every answer closes its connection. */
   lifecycle: { draining: boolean }
+  /** The server's clock, in milliseconds (a test's own, to move time on). */
+  now(): number
 }
 
 export type Handler<K extends OperationId> = (request: ApiRequest<K>, ctx: AppContext) => Promise<Reply<K>>

@@ -7,6 +7,7 @@
 // latest change among the entries shown and of the project's public_changed_at, which a write
 // that takes an entry out of a page or feed moves (feeds.ts, feedUpdated); an HTTP date has
 // whole seconds, which is one reason If-None-Match wins when both are sent (RFC 9110 §13.2.2).
+// It is sent, and If-Modified-Since honoured, only once that change has settled (SETTLED_MS).
 import type { IncomingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
 import { setImmediate as nextTurn } from 'node:timers/promises'
@@ -54,6 +55,18 @@ export function changelogETag(
     ]),
   )
 }
+
+/**
+ * How old the latest change must be before Last-Modified is sent and If-Modified-Since answered
+ * by it. An HTTP date has whole seconds: a change made later in the second a copy was sent
+ * bears the same date, and that copy was answered 304 (found by a review; RFC 9110 §8.8.2.2
+ * holds such a date weak until a second has passed). And a write is dated when its transaction
+ * begins but seen when it commits, which may be seconds later (each statement may take up to
+ * DB_STATEMENT_TIMEOUT_MS): a date read meanwhile could come before a change not yet seen. A
+ * minute is longer than a write runs at the default timeout, and is what shared caches may keep
+ * a copy anyway (PUBLIC_CACHE_CONTROL). Until then a reader revalidates by ETag, or reads again.
+ */
+export const SETTLED_MS = 60_000
 
 export interface Representation<B> {
   etag: string
@@ -123,18 +136,21 @@ function notModifiedSince(header: string, lastModified: Date): boolean {
   return since !== undefined && seconds(lastModified) <= Math.floor(since / 1000)
 }
 
-/** A 200 with validators and cache headers, or an empty 304 when the client's copy is current. */
-export async function conditionalReply<B>(requestHeaders: IncomingHttpHeaders, rep: Representation<B>): Promise<ConditionalReply<B>> {
+/**
+ * A 200 with validators and cache headers, or an empty 304 when the client's copy is current.
+ * `now`: the server's clock, which says whether the last change has settled (SETTLED_MS).
+ */
+export async function conditionalReply<B>(requestHeaders: IncomingHttpHeaders, rep: Representation<B>, now: number): Promise<ConditionalReply<B>> {
+  const lastModified = rep.lastModified && now - rep.lastModified.getTime() >= SETTLED_MS ? rep.lastModified : undefined
   const headers: Record<string, string> = {
     etag: rep.etag,
     'cache-control': PUBLIC_CACHE_CONTROL,
-    ...(rep.lastModified ? { 'last-modified': rep.lastModified.toUTCString() } : {}),
+    ...(lastModified ? { 'last-modified': lastModified.toUTCString() } : {}),
     ...rep.headers,
   }
   const inm = requestHeaders['if-none-match']
   const ims = requestHeaders['if-modified-since']
-  const current =
-    inm !== undefined ? noneMatch(inm, rep.etag) : ims !== undefined && rep.lastModified !== undefined && notModifiedSince(ims, rep.lastModified)
+  const current = inm !== undefined ? noneMatch(inm, rep.etag) : ims !== undefined && lastModified !== undefined && notModifiedSince(ims, lastModified)
   if (current) return { status: 304, body: undefined, headers }
   return { status: 200, body: await rep.body(), headers: { ...headers, 'content-type': rep.contentType } }
 }

@@ -6,6 +6,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser'
 import t from 'tap'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { scheduledTimeArrives, testDatabase } from '../helpers/db.js'
+import { SETTLED_MS } from '../../src/portal/changelog-cache.js'
 
 type T = Parameters<typeof call>[0]
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -17,7 +18,13 @@ async function create(t: T, key: string, body: object): Promise<{ id: string; pu
   return res.json.data
 }
 
-const load = async (t: T, url: string, headers: Record<string, string> = {}) => call(t, await testApp(), { url, headers })
+/**
+ * The feeds as a reader polling a minute after the writes sees them: Last-Modified is sent, and
+ * If-Modified-Since answered, once the last change has settled (SETTLED_MS; the test below).
+ */
+let settledApp: ReturnType<typeof testApp> | undefined
+const settled = () => (settledApp ??= testApp({}, { now: () => Date.now() + SETTLED_MS }))
+const load = async (t: T, url: string, headers: Record<string, string> = {}) => call(t, await settled(), { url, headers })
 
 /** An app whose portal reads of entries' HTML (the second statement of a page or feed) first run `before` with the ids read. */
 async function appReadingEntriesThrough(t: T, before: (ids: string[]) => unknown) {
@@ -267,6 +274,35 @@ t.test('revalidation: 304 on If-None-Match or If-Modified-Since, with the CORS h
   const head = await call(t, await testApp(), { method: 'HEAD', url: `/portal/${id}/changelog.atom` })
   t.equal(head.status, 200)
   t.equal(head.raw, '')
+})
+
+t.test('Last-Modified waits until the last change has settled: a change in the second a copy was read is never answered 304', async (t) => {
+  // An HTTP date has whole seconds: a feed read, then changed within the same second, kept its
+  // Last-Modified, and If-Modified-Since with it was answered 304 over the new content (found by
+  // a review). A write is also seen only when it commits, seconds after the date it bears.
+  const { id, key } = await createProject()
+  const entry = await create(t, key, { title: 'First', status: 'published' })
+  const url = `/portal/${id}/changelog.atom`
+  const reader = await testApp({}, { now: () => Date.now() })
+  const fresh = await call(t, reader, { url })
+  t.equal(fresh.status, 200)
+  t.notOk(fresh.headers['last-modified'], 'no Last-Modified while the change is fresh')
+  const sinceNow = { 'if-modified-since': new Date(Date.now() + 1000).toUTCString() }
+  t.equal((await call(t, reader, { url, headers: sinceNow })).status, 200, 'nor a 304 by date')
+  const patched = await call(t, await testApp(), { method: 'PATCH', url: `/v1/changelog/${entry.id}`, key, body: { title: 'Second' } })
+  t.equal(patched.status, 200)
+  const after = await call(t, reader, { url, headers: sinceNow })
+  t.equal(after.status, 200, 'the change made meanwhile is read')
+  t.match(after.raw, /Second/)
+
+  // Settled: the date of the last change, by the server's clock SETTLED_MS after it.
+  const changedAt = Date.parse(String(patched.json.data.updated_at))
+  const at = async (now: number) => call(t, await testApp({}, { now: () => now }), { url })
+  t.notOk((await at(changedAt + SETTLED_MS - 1)).headers['last-modified'], 'a millisecond short of settled: none')
+  const sent = await at(changedAt + SETTLED_MS)
+  t.equal(sent.headers['last-modified'], new Date(changedAt).toUTCString(), 'settled: the last change')
+  const revalidated = await call(t, await testApp({}, { now: () => changedAt + SETTLED_MS }), { url, headers: { 'if-modified-since': String(sent.headers['last-modified']) } })
+  t.equal(revalidated.status, 304, 'and If-Modified-Since with it is a 304')
 })
 
 t.test('the API sends no CORS header; an unknown project is a 404 problem', async (t) => {
