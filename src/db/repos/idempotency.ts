@@ -25,16 +25,19 @@ export function idempotencyRepo(db: Database) {
      * together or not at all. So an answer lost after the commit (a 503 for a write that was
      * applied) is replayed to the retry, and a request that failed leaves nothing behind. A
      * transaction-scoped advisory lock tells a request still running (`running`) without
-     * waiting for it.
+     * waiting for it. A stored answer is replayed whether or not the lock is free: a kept
+     * answer never changes, and the lock may be another replay's (retries sent together were
+     * told 409 while nothing ran; found by a review behind a load balancer).
      */
     async hold(scope: string, key: string): Promise<Held> {
       const [lock] = rowsOf<{ locked: boolean }>(await db.execute(sql`select pg_try_advisory_xact_lock(hashtextextended(${scope} || ' ' || ${key}, 0)) as locked`))
-      if (!lock?.locked) return { state: 'running' }
       const [found] = await db
         .select({ record: getTableColumns(idempotency_keys), recent: sql<boolean>`${idempotency_keys.created_at} >= now() - ${ABANDONED}` })
         .from(idempotency_keys)
         .where(keptRecord(scope, key))
-      return found?.record.state === 'done' ? { state: 'done', record: found.record } : found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
+      if (found?.record.state === 'done') return { state: 'done', record: found.record }
+      if (!lock?.locked) return { state: 'running' }
+      return found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
     },
 
     /** Whether the key holds an answer to replay (outside any transaction: a hint, which hold() settles). */
