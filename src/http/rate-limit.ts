@@ -149,6 +149,18 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, no
     },
   })
 
+  // A budget that counted nothing (its store unreachable, passed by skipOnError) is not shown:
+  // the plugin and countKey would show it full (remaining = limit, reset 0), and openapi.yaml's
+  // RateLimit-Limit says the three are left out then (found by a review). A count leaves fewer
+  // than the limit remaining, so a full budget is one that was not counted.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const limit = reply.getHeader('ratelimit-limit')
+    if (limit !== undefined && String(reply.getHeader('ratelimit-remaining')) === String(limit)) {
+      for (const header of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) reply.removeHeader(header)
+    }
+    done(null, payload)
+  })
+
   // Each a store of its own (in Redis, keys of their own), so neither can crowd the other. In
   // Redis their keys read feedback-rl:undefinedundefined-…: the plugin names a store made this
   // way after a route it does not have. package.json pins the plugin exactly: another naming

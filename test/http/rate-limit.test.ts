@@ -138,9 +138,15 @@ t.test('a Redis that stops answering never holds a request: the budget passes un
 
   t.equal((await get()).headers['ratelimit-remaining'], '2', 'counted in Redis')
   redis.freeze(true)
-  t.equal((await get()).status, 200, 'answered while Redis is silent')
+  const silent = await get()
+  t.equal(silent.status, 200, 'answered while Redis is silent')
   await settle(() => logged('Redis unreachable; rate limits are not enforced until it is back'))
   for (let i = 0; i < 5; i++) t.equal((await get()).status, 200, 'not limited, not held')
+  // No budget is shown that was not counted (they read as a full one: limit 3, remaining 3, reset 0).
+  const { id } = await createProject()
+  for (const res of [silent, await get(), await call(t, app, { url: `/portal/${id}/changelog.json` })]) {
+    t.same(['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'].map((header) => res.headers[header]), [undefined, undefined, undefined], 'no RateLimit-* while nothing is counted')
+  }
   redis.freeze(false)
   await settle(() => logged('Redis reachable again; rate limits are enforced'))
   // The commands sent while it was silent ran once it answered, so the first key's count is past
