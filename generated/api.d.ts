@@ -928,6 +928,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The interactive API reference, without its trailing slash
+         * @description A permanent redirect to `/docs/`, the reference, whose page links its script relatively
+         *     (`js/scalar.js`), which resolves only under the slash. The same `Host` rules as there.
+         */
+        get: operations["redirectToApiReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs/": {
         parameters: {
             query?: never;
@@ -937,8 +958,8 @@ export interface paths {
         };
         /**
          * Interactive API reference
-         * @description An HTML reference rendered from this document by Scalar (`/docs` redirects here; the
-         *     page's script is served under `/docs/js/`). The page is built from the request's URL:
+         * @description An HTML reference rendered from this document by Scalar (`/docs` redirects here,
+         *     redirectToApiReference; the page's script is served under `/docs/js/`). The page is built from the request's URL:
          *     a `Host` header (or, from a proxy the deployment trusts, an `X-Forwarded-Proto` or
          *     `X-Forwarded-Host`) from which no URL can be made is a `400`.
          */
@@ -5020,6 +5041,29 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["OpenApiDocument"];
                 };
+            };
+            400: components["responses"]["BadRequest"];
+        };
+    };
+    redirectToApiReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Moved to `/docs/`; no body. */
+            301: {
+                headers: {
+                    /** @description `/docs/`, relative to the request (so it holds behind a proxy). */
+                    Location: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
         };

@@ -2,7 +2,7 @@
 import type { operations } from './api.js'
 
 /** The operations the server serves (the top-level `webhooks` are requests it sends). */
-export type OperationId = Extract<keyof operations, "listBetaPrograms" | "createBetaProgram" | "getBetaProgram" | "updateBetaProgram" | "deleteBetaProgram" | "listBetaTesters" | "enrollBetaTester" | "getBetaTester" | "updateBetaTester" | "deleteBetaTester" | "listBetaFeedback" | "getBetaFeedback" | "listChangelogEntries" | "createChangelogEntry" | "getChangelogEntry" | "updateChangelogEntry" | "deleteChangelogEntry" | "listWebhookEndpoints" | "createWebhookEndpoint" | "getWebhookEndpoint" | "updateWebhookEndpoint" | "deleteWebhookEndpoint" | "rotateWebhookEndpointSecret" | "testWebhookEndpoint" | "listWebhookDeliveries" | "getWebhookDelivery" | "retryWebhookDelivery" | "listEvents" | "getEvent" | "adminListProjects" | "adminCreateProject" | "adminGetProject" | "adminUpdateProject" | "adminListApiKeys" | "adminCreateApiKey" | "adminGetApiKey" | "adminUpdateApiKey" | "adminRevokeApiKey" | "getOperatorOpenApiJson" | "getMetrics" | "getHealth" | "getReady" | "getOpenApiJson" | "getOpenApiYaml" | "getPortalOpenApiJson" | "getApiReference" | "getBetaJoinPage" | "answerBetaInvitation" | "submitBetaFeedback" | "getBetaSignupPage" | "submitBetaSignup" | "getPortalChangelogPage" | "getPortalChangelogEntryPage" | "getPortalChangelogAtom" | "getPortalChangelogJsonFeed">
+export type OperationId = Extract<keyof operations, "listBetaPrograms" | "createBetaProgram" | "getBetaProgram" | "updateBetaProgram" | "deleteBetaProgram" | "listBetaTesters" | "enrollBetaTester" | "getBetaTester" | "updateBetaTester" | "deleteBetaTester" | "listBetaFeedback" | "getBetaFeedback" | "listChangelogEntries" | "createChangelogEntry" | "getChangelogEntry" | "updateChangelogEntry" | "deleteChangelogEntry" | "listWebhookEndpoints" | "createWebhookEndpoint" | "getWebhookEndpoint" | "updateWebhookEndpoint" | "deleteWebhookEndpoint" | "rotateWebhookEndpointSecret" | "testWebhookEndpoint" | "listWebhookDeliveries" | "getWebhookDelivery" | "retryWebhookDelivery" | "listEvents" | "getEvent" | "adminListProjects" | "adminCreateProject" | "adminGetProject" | "adminUpdateProject" | "adminListApiKeys" | "adminCreateApiKey" | "adminGetApiKey" | "adminUpdateApiKey" | "adminRevokeApiKey" | "getOperatorOpenApiJson" | "getMetrics" | "getHealth" | "getReady" | "getOpenApiJson" | "getOpenApiYaml" | "getPortalOpenApiJson" | "redirectToApiReference" | "getApiReference" | "getBetaJoinPage" | "answerBetaInvitation" | "submitBetaFeedback" | "getBetaSignupPage" | "submitBetaSignup" | "getPortalChangelogPage" | "getPortalChangelogEntryPage" | "getPortalChangelogAtom" | "getPortalChangelogJsonFeed">
 export type JsonSchema = Record<string, unknown>
 export interface RouteSpec {
   operationId: OperationId
@@ -6729,6 +6729,27 @@ export const routes: RouteSpec[] = [
           }
         }
       }
+    }
+  },
+  {
+    "operationId": "redirectToApiReference",
+    "method": "GET",
+    "path": "/docs",
+    "url": "/docs",
+    "tag": "ops",
+    "security": "none",
+    "schema": {
+      "params": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "querystring": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {}
+      },
+      "response": {}
     }
   },
   {

@@ -114,6 +114,7 @@ export type KeyScopedHandler<K extends ApiKeyReadId> = (request: KeyScopedReques
 /** Operations a plugin serves instead of a handler of ours, with the reason. */
 export const PLUGIN_OPERATIONS = {
   getApiReference: '@scalar/fastify-api-reference renders /docs/ from the published document',
+  redirectToApiReference: "@scalar/fastify-api-reference redirects /docs to /docs/, where its page's relative links resolve",
 } as const satisfies Partial<Record<OperationId, string>>
 export type HandledOperationId = Exclude<OperationId, keyof typeof PLUGIN_OPERATIONS>
 export type HandlerMap = { [K in HandledOperationId]: Handler<K> }
