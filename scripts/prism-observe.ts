@@ -32,6 +32,14 @@ const RATE_LIMIT = 400
  */
 const UNREACHABLE: Record<string, string> = { '500': 'only a server bug answers 500' }
 
+/**
+ * Operations Prism's proxy cannot observe: it follows a redirect and returns what its target
+ * answered (stoplightio/prism#1977, open), so a 3xx never reaches it. A test holds each to the spec.
+ */
+const NOT_THROUGH_PRISM: Record<string, string> = {
+  redirectToApiReference: "a 301, which Prism's proxy follows (test/http/routes.test.ts holds it to the spec)",
+}
+
 const prisms: Prism[] = []
 const apps: FastifyInstance[] = []
 
@@ -100,6 +108,7 @@ function report(exchanges: Exchange[], completed: boolean): string[] {
   }
   let pairs = 0
   for (const route of routes) {
+    if (NOT_THROUGH_PRISM[route.operationId]) continue
     const got = seen.get(route.operationId)
     if (!got) {
       failures.push(`${route.operationId} (${route.method} ${route.path}) was not exercised: add it to scripts/prism/scenario.ts`)
@@ -111,7 +120,7 @@ function report(exchanges: Exchange[], completed: boolean): string[] {
       else failures.push(`${route.operationId}: documented status ${status} was not exercised`)
     }
   }
-  const skipped = Object.entries(UNREACHABLE).map(([status, why]) => `${status}: ${why}`).join('; ')
+  const skipped = [...Object.entries(UNREACHABLE), ...Object.entries(NOT_THROUGH_PRISM)].map(([what, why]) => `${what}: ${why}`).join('; ')
   console.log(
     `${exchanges.length} requests through Prism: ${routes.length} operations, ${pairs} documented (operation, status) pairs ` +
       `(not tried: ${skipped}); ${expected} request-side violations, all on requests the server refused.`,
