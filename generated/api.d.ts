@@ -293,8 +293,9 @@ export interface paths {
          *     itself never changes.
          *
          *     Publishing: `status: published` sets `published_at` to now, or to the `published_at`
-         *     sent; on an entry already published, without `published_at`, it keeps the date, so
-         *     sending it again never reorders the changelog. `status: scheduled` requires a future
+         *     sent (a future one schedules the entry); on an entry already published, without
+         *     `published_at`, it keeps the date, so sending it again never reorders the changelog.
+         *     `status: scheduled` requires a future
          *     `published_at`, except on an entry already scheduled, whose date it then keeps.
          *     `status: draft` sets `published_at` to `null` (sending `published_at` with it is `400`)
          *     and the entry leaves the list. `published_at` without `status` moves the date of an
@@ -1761,7 +1762,8 @@ export interface components {
             locale?: components["schemas"]["Locale"];
             /**
              * @description An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).
-             *     With `status: published`, the publication date (a past date back-dates the entry).
+             *     With `status: published`, the publication date: a past date back-dates the entry,
+             *     and a future one schedules it (the entry then reads `status: scheduled`).
              *     Required with `status: scheduled`, and then in the future. Requires `status`: sent
              *     without it, the request is `400` (the schema's `dependentRequired`); not accepted
              *     with `status: draft`.

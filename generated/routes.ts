@@ -2353,7 +2353,7 @@ export const routes: RouteSpec[] = [
             "maxLength": 64,
             "pattern": "^[1-9][0-9]{3}-",
             "x-expected": "a timestamp with a zone and a year from 1000 to 9999 in UTC (1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), such as 2026-11-22T10:00:00Z or 2026-11-22T11:00:00+01:00",
-            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date (a past date back-dates the entry).\nRequired with `status: scheduled`, and then in the future. Requires `status`: sent\nwithout it, the request is `400` (the schema's `dependentRequired`); not accepted\nwith `status: draft`.\n"
+            "description": "An RFC 3339 timestamp with a zone, years 1000 to 9999 (in UTC as well).\nWith `status: published`, the publication date: a past date back-dates the entry,\nand a future one schedules it (the entry then reads `status: scheduled`).\nRequired with `status: scheduled`, and then in the future. Requires `status`: sent\nwithout it, the request is `400` (the schema's `dependentRequired`); not accepted\nwith `status: draft`.\n"
           }
         }
       },
