@@ -169,7 +169,7 @@ export async function answerIdempotently(
   secret?: SecretSource,
 ): Promise<FastifyReply> {
   const { scope, key, hash } = request.idempotency!
-  const sent = await ctx.repos.transaction(async (tx) => {
+  const sent = await ctx.repos.transaction(async (tx): Promise<{ status: number; payload: string | undefined; replayed?: Record<string, string> }> => {
     const repo = tx.idempotency
     const held = await repo.hold(scope, key)
     if (held.state === 'running') {
@@ -180,21 +180,17 @@ export async function answerIdempotently(
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new request.')
       }
       const status = held.record.response_status!
-      if (!secret) {
-        reply.header('idempotency-replayed', 'true')
-        if (held.record.response_location) reply.header('location', held.record.response_location)
-        return { status, payload: held.record.response_body! }
-      }
+      // Sent once the transaction has committed: a replay whose commit fails is a 503, which
+      // must not say it replayed (found by a review that cut the COMMIT's answer).
+      const replayed: Record<string, string> = { 'idempotency-replayed': 'true', ...(held.record.response_location ? { location: held.record.response_location } : {}) }
+      if (!secret) return { status, payload: held.record.response_body!, replayed }
       const { secret_sha256: shown, ...stored } = JSON.parse(held.record.response_body!) as StoredSecretAnswer & SecretAnswer
       const current = await secret.current(tx, scope, stored)
       if (current === undefined) throw secret.gone()
       // Answers stored before the fingerprint was (within a day of the upgrade) have none to compare.
       if (shown !== undefined && sha256(current) !== shown) throw secretRotated()
-      reply.header('idempotency-replayed', 'true')
-      reply.headers(SHOWS_SECRET)
-      if (held.record.response_location) reply.header('location', held.record.response_location)
       reply.code(status)
-      return { status, payload: reply.serialize({ ...stored, secret: current }) as string }
+      return { status, payload: reply.serialize({ ...stored, secret: current }) as string, replayed: { ...replayed, ...SHOWS_SECRET } }
     }
     const result = await run({ ...ctx, repos: tx })
     if (result.headers) reply.headers(result.headers)
@@ -208,6 +204,7 @@ export async function answerIdempotently(
     }
     return { status: result.status, payload }
   })
+  if (sent.replayed) reply.headers(sent.replayed)
   reply.code(sent.status)
   if (sent.payload === undefined) return reply.send()
   return reply.type(JSON_TYPE).send(sent.payload)

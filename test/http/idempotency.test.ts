@@ -164,3 +164,42 @@ t.test('a replay answers from its key before anything is prepared: it renders no
   t.equal(renderer.renders, 1, 'neither rendered anything')
   t.equal((await call(t, app, { ...entry, headers: { 'idempotency-key': 'replay-second' } })).status, 503, 'a new key is refused, the line being full')
 })
+
+t.test('a replay whose transaction does not commit is a 503 that does not say it replayed', async (t) => {
+  // The replay's headers were set inside the key's transaction, and kept on the 503 its failed
+  // COMMIT became: a client reading Idempotency-Replayed as "done" took the 503 for the write
+  // (found by a review that cut the COMMIT's answer). Here the transaction fails as it ends.
+  let failNext = false
+  const { makeRepos } = await import('../../src/db/repos/index.js')
+  const failing: typeof makeRepos = (...args) => {
+    const repos = makeRepos(...args)
+    const transaction = repos.transaction.bind(repos)
+    repos.transaction = (async (work: never) => {
+      const done = await transaction(work)
+      if (!failNext) return done
+      failNext = false
+      throw Object.assign(new Error('connection lost during COMMIT'), { code: '08006' })
+    }) as typeof repos.transaction
+    return repos
+  }
+  const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: failing } })
+  const { defaults } = await import('../../src/config.js')
+  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN }, await testDatabase())
+  t.teardown(() => app.close())
+  const { key } = await createProject()
+  const post = (url: string, body: object) => call(t, app, { method: 'POST', url, key, body, headers: { 'idempotency-key': `k-commit-${url}` } })
+  for (const [url, body] of [
+    ['/v1/changelog', { title: 'Once' }],
+    // An answer that shows a secret is replayed by another branch.
+    ['/v1/webhook-endpoints', { url: 'https://hooks.example.com/x' }],
+  ] as const) {
+    t.equal((await post(url, body)).status, 201, `${url}: stored`)
+    failNext = true
+    const failed = await post(url, body)
+    t.equal(failed.status, 503, `${url}: the commit failed`)
+    t.notOk(failed.headers['idempotency-replayed'], `${url}: no Idempotency-Replayed on the 503`)
+    t.notOk(failed.headers.location, `${url}: nor a Location`)
+    const replay = await post(url, body)
+    t.same([replay.status, replay.headers['idempotency-replayed']], [201, 'true'], `${url}: the next retry replays`)
+  }
+})
