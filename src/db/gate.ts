@@ -14,7 +14,7 @@
 //   clock, so a test can run it by hand; the driver's own connect_timeout is off);
 // - enables TCP keep-alive on every connection;
 // - trips on every connection error (refused, reset, timed out, closed by the server, a missed
-//   deadline): for COOL_DOWN_MS new connections are refused at once (SQLSTATE 08001, answered
+//   deadline; a FATAL error as soon as it arrives, before the driver reads it): for COOL_DOWN_MS new connections are refused at once (SQLSTATE 08001, answered
 //   503), idle connections are closed (they may be as dead as the one that failed), then one
 //   connection attempt probes; PostgreSQL answering a statement after the cool-down ends the
 //   outage (a completed startup does not: PgBouncer completes it while PostgreSQL is down);
@@ -147,15 +147,21 @@ class Framer {
   }
 }
 
-/** The SQLSTATE of an ErrorResponse body (fields: a type byte, a C string; `C` is the code). */
-function errorCode(body: Buffer): string | undefined {
+/**
+ * An ErrorResponse body's fields (each a type byte and a C string): the SQLSTATE (`C`), and
+ * whether its severity ends the connection: after a FATAL or a PANIC PostgreSQL closes it. The
+ * severity is read from `V`, never translated, or else from `S` (servers before 9.6 send only it).
+ */
+function errorFields(body: Buffer): { code: string | undefined; fatal: boolean } {
+  const fields = new Map<number, string>()
   for (let at = 0; at < body.length && body[at] !== 0; ) {
     const end = body.indexOf(0, at + 1)
-    if (end === -1) return undefined
-    if (body[at] === 0x43) return body.toString('latin1', at + 1, end)
+    if (end === -1) break
+    fields.set(body[at]!, body.toString('latin1', at + 1, end))
     at = end + 1
   }
-  return undefined
+  const severity = fields.get(0x56) ?? fields.get(0x53)
+  return { code: fields.get(0x43), fatal: severity === 'FATAL' || severity === 'PANIC' }
 }
 
 /** One database connection as the gate watches it. */
@@ -384,9 +390,14 @@ export class ConnectGate {
           this.startupDone(c)
           if (statement) this.answered(c)
         } else if (type === 0x45 && body) {
-          const code = errorCode(body)
+          const { code, fatal } = errorFields(body)
           if (!c.started) c.startupError = code
           else c.lastError = code
+          // The connection ends: the gate counts it now, before the driver (which reads these
+          // bytes after it) fails the statements it carries with this error, so that their 503s
+          // are counted in the outage it begins. Counted at the close, as it was, a request could
+          // be answered first and logged on its own.
+          if (fatal) this.lost(c)
         }
       },
     )

@@ -272,6 +272,37 @@ t.test('connect failures trip: refused, silent (no answer to the startup), serve
   }
 })
 
+t.test('a FATAL error trips the gate as it arrives, before the driver reads it; an ERROR does not', async (t) => {
+  // Counted at the close, a connection refused with 55000 (or ended with 57P01) failed its
+  // statements first, and their 503s were each logged as if no outage had begun (found by CI's
+  // fault tests once /readyz had a connection of its own).
+  for (const [label, fail, reason] of [
+    ['ended by an administrator', (s: FakeSocket) => s.answer(fatal('57P01')), 'connection lost (57P01)'],
+    ['refused at startup', (s: FakeSocket) => s.answer(fatal('55000')), 'PostgreSQL refused the connection (55000)'],
+  ] as const) {
+    const { gate, events } = setup()
+    const socket = gate.socket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+    socket.write(startup())
+    if (label === 'ended by an administrator') socket.answer(ready())
+    // The driver's listener comes after the gate's, as postgres.js adds it to the socket the gate made.
+    const seenByDriver: number[] = []
+    socket.on('data', () => seenByDriver.push(events.length))
+    fail(socket)
+    t.same(seenByDriver, [1], `${label}: the outage had begun when the driver read the error`)
+    t.match(events, [{ state: 'unreachable', reason }], label)
+  }
+  const { open, events } = setup()
+  const socket = open()
+  socket.write(sync())
+  socket.answer(message('E', Buffer.from('SERROR\0VERROR\0C23505\0Mduplicate\0\0', 'latin1')))
+  socket.answer(ready())
+  const translated = open()
+  translated.write(sync())
+  // A translated severity (lc_messages) is read from V, never from S.
+  translated.answer(message('E', Buffer.from('SFEHLER\0VERROR\0C42P01\0Mnope\0\0', 'latin1')))
+  t.same(events, [], 'an ERROR answers a statement: the connection goes on')
+})
+
 t.test('the other end closing a connection (a FIN, which Node answers by ending its own side) trips the gate', async (t) => {
   // Node's end() after the peer's FIN read as the driver leaving, so a PostgreSQL or pooler that
   // closed its connections never tripped the gate: every request failed on its own, a log line
