@@ -176,13 +176,11 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     const prepare = options.prepare ?? defaults.dbPrepare
     const pipelineDepth = prepare ? PIPELINE_DEPTH : 1
     const connections = options.poolSize ?? defaults.dbPoolSize
-    const client = postgres(options.databaseUrl, {
-      max: connections,
+    const connectionOptions = {
       // Off (0): the gate ends a startup that takes longer than connectTimeout, on its clock,
       // which a test can run by hand; a second, real timer would race it.
       connect_timeout: 0,
       onnotice: () => {},
-      prepare,
       // TimeZone: timestamps come back in UTC whatever the database's own zone. In another, a
       // date before standard time is written with its local mean time (+00:19:32), which no
       // JavaScript Date parses: a year-1000 date answered 500 (found by a review).
@@ -198,12 +196,24 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       // be reached and paces the attempts; the driver's own delay would only add to it.
       backoff: () => 0,
       keep_alive: KEEP_ALIVE_S,
+    }
+    const client = postgres(options.databaseUrl, {
+      ...connectionOptions,
+      max: connections,
+      prepare,
       // Neither is in the driver's types: `socket` is in its README ("Custom socket"); max_pipeline
       // is parsed with the other options (src/index.js) and counts the statements behind the one
       // running, so pipelineDepth are in flight in all.
       ...({ socket: gate.socket, max_pipeline: pipelineDepth - 1 } as object),
     })
+    // /readyz asks on a connection of its own. On the pool, its select 1 queued behind statements
+    // waiting on a lock (a few writes on one locked row fill the pool) and missed its deadline:
+    // the instance declared PostgreSQL unreachable, and every instance's /readyz failed at once
+    // (found by a review injecting faults). Opened by the gate too, so a readiness check that
+    // cannot connect, or gets no answer, is still an outage.
+    const readiness = postgres(options.databaseUrl, { ...connectionOptions, max: 1, prepare: false, ...({ socket: gate.socket } as object) })
     const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
+    const readinessDb = drizzlePostgres(readiness, { schema }) as unknown as Database
     const readyDeadlineMs = options.readyDeadlineMs ?? 2000
     return {
       db,
@@ -218,7 +228,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
         })
       },
       poolStats: () => ({ connections, slots: connections * pipelineDepth, ...gate.stats() }),
-      ping: () => pingWithin(db, gate, readyDeadlineMs, clock),
+      ping: () => pingWithin(readinessDb, gate, readyDeadlineMs, clock),
       onAvailability: (listener) => gate.onAvailability(listener),
       deadlineMisses: () => gate.deadlineMisses,
       async statementTimeoutMs() {
@@ -226,7 +236,9 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
         const [row] = await client<{ ms: number }[]>`select extract(epoch from current_setting('statement_timeout')::interval) * 1000 as ms`
         return Number(row!.ms)
       },
-      close: () => client.end({ timeout: 5 }),
+      async close() {
+        await Promise.all([client.end({ timeout: 5 }), readiness.end({ timeout: 5 })])
+      },
     }
   }
   let unlock = () => {}
