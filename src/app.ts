@@ -340,6 +340,8 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
       outage = { refused: 0 }
       metrics.outage(true)
       app.log.error({ since: event.since.toISOString(), reason: event.reason }, `database unreachable since ${event.since.toISOString()}: ${event.reason}`)
+    } else if (event.state === 'still_unreachable') {
+      app.log.warn({ since: event.since.toISOString(), reason: event.reason }, `database still unreachable (since ${event.since.toISOString()}): ${event.reason}`)
     } else {
       const seconds = Math.round(event.downMs / 100) / 10
       const refused = outage?.refused ?? 0

@@ -42,6 +42,8 @@ export const systemClock: Clock = {
 
 export type Availability =
   | { state: 'unreachable'; since: Date; reason: string }
+  /** An outage goes on for a reason it had not had yet (dropped after a restart, say): once per reason. */
+  | { state: 'still_unreachable'; since: Date; reason: string }
   | { state: 'reachable'; since: Date; downMs: number }
 
 /** What postgres.js hands its socket factory (the parsed connection options). */
@@ -212,7 +214,7 @@ export class ConnectGate {
   private readonly clock: Clock
   private readonly connections = new Set<Watched>()
   /** Set during an outage. */
-  private down: { since: number; at: Date; reason: string } | undefined
+  private down: { since: number; at: Date; reason: string; reasons: Set<string> } | undefined
   /** New connections are refused until then (after a connection error). */
   private retryAt = -Infinity
   private probing = false
@@ -464,11 +466,12 @@ export class ConnectGate {
           : c.lastError && c.lastError !== 'CONNECT_TIMEOUT'
             ? `cannot connect (${c.lastError})`
             : 'no answer to a new connection within DB_CONNECT_TIMEOUT',
+        c.probe,
       )
       return
     }
     if (c.lastError && ROUTINE_FATAL.has(c.lastError)) return
-    this.trip(`connection lost (${c.lastError ?? 'closed by the other end'})`)
+    this.trip(`connection lost (${c.lastError ?? 'closed by the other end'})`, c.probe)
   }
 
   /** The connection's startup is over: its deadline gives way to the statement deadline. */
@@ -507,11 +510,18 @@ export class ConnectGate {
     this.emit({ state: 'reachable', since: new Date(), downMs })
   }
 
-  private trip(reason: string) {
+  /** `probed`: the failure is the probe's, the one attempt after a cool-down: what keeps the outage going. */
+  private trip(reason: string, probed = false) {
     this.retryAt = this.clock.now() + COOL_DOWN_MS
     if (!this.down) {
-      this.down = { since: this.clock.now(), at: new Date(), reason }
+      this.down = { since: this.clock.now(), at: new Date(), reason, reasons: new Set([reason]) }
       this.emit({ state: 'unreachable', since: this.down.at, reason })
+    } else if (probed && !this.down.reasons.has(reason)) {
+      // What keeps it down may not be what began it: a session ended (57P01), then the database
+      // gone (3D000) or closed to connections (55000), as the probes find. Said once per reason
+      // (found by a fault review); the other connections failing meanwhile say nothing new.
+      this.down.reasons.add(reason)
+      this.emit({ state: 'still_unreachable', since: this.down.at, reason })
     }
     // An idle connection may be as dead as the one that failed, and the next statement would
     // wait out the deadline on it: close them; they are opened again after the cool-down.
