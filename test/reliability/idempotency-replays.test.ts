@@ -30,4 +30,15 @@ t.test('a stored answer is replayed while another request holds its key; a key w
   })
   const [count] = await other<{ n: number }[]>`select count(*)::int as n from changelog_entries where project_id = ${scope}`
   t.equal(count!.n, 1, 'one entry written')
+
+  // Seconds before its 24 hours are over, an answer may yet be replaced by a request that begins
+  // after them: without the lock it is not replayed then (found by a review).
+  await other`update idempotency_keys set created_at = now() - interval '24 hours' + interval '30 seconds' where scope = ${scope} and key = 'stored'`
+  await other.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtextextended(${scope} || ' ' || 'stored', 0))`
+    const nearEnd = await post('stored')
+    t.same([nearEnd.status, nearEnd.json.code], [409, 'idempotency_in_progress'], 'held, and about to expire: 409')
+  })
+  const free = await post('stored')
+  t.same([free.status, free.headers['idempotency-replayed']], [201, 'true'], 'free: the key holder replays it')
 })

@@ -9,6 +9,12 @@ export type IdempotencyRecord = typeof idempotency_keys.$inferSelect
 const KEEP = sql`interval '24 hours'`
 /** A claim left `in_progress` by a version that claimed keys before writing: how long it still blocks a retry. */
 const ABANDONED = sql`interval '60 seconds'`
+/**
+ * How long before its 24 hours end an answer is still replayed while another request holds the
+ * key: a transaction begun after the end takes the record for expired and replaces it, while
+ * one begun just before still reads it as kept (now() is each transaction's start).
+ */
+const EXPIRY_MARGIN = sql`interval '60 seconds'`
 
 /** What `hold` finds under the key: nothing (the request runs), a stored answer, or a request still running. */
 export type Held = { state: 'free' } | { state: 'done'; record: IdempotencyRecord } | { state: 'running'; record?: IdempotencyRecord }
@@ -25,17 +31,23 @@ export function idempotencyRepo(db: Database) {
      * together or not at all. So an answer lost after the commit (a 503 for a write that was
      * applied) is replayed to the retry, and a request that failed leaves nothing behind. A
      * transaction-scoped advisory lock tells a request still running (`running`) without
-     * waiting for it. A stored answer is replayed whether or not the lock is free: a kept
-     * answer never changes, and the lock may be another replay's (retries sent together were
-     * told 409 while nothing ran; found by a review behind a load balancer).
+     * waiting for it. A stored answer is replayed whether or not the lock is free, the lock
+     * being perhaps another replay's (retries sent together were told 409 while nothing ran;
+     * found by a review behind a load balancer): a kept answer changes only once its 24 hours
+     * are over, so without the lock it is replayed only while they are more than
+     * EXPIRY_MARGIN from over (found by a review of that change).
      */
     async hold(scope: string, key: string): Promise<Held> {
       const [lock] = rowsOf<{ locked: boolean }>(await db.execute(sql`select pg_try_advisory_xact_lock(hashtextextended(${scope} || ' ' || ${key}, 0)) as locked`))
       const [found] = await db
-        .select({ record: getTableColumns(idempotency_keys), recent: sql<boolean>`${idempotency_keys.created_at} >= now() - ${ABANDONED}` })
+        .select({
+          record: getTableColumns(idempotency_keys),
+          recent: sql<boolean>`${idempotency_keys.created_at} >= now() - ${ABANDONED}`,
+          settled: sql<boolean>`${idempotency_keys.created_at} >= now() - ${KEEP} + ${EXPIRY_MARGIN}`,
+        })
         .from(idempotency_keys)
         .where(keptRecord(scope, key))
-      if (found?.record.state === 'done') return { state: 'done', record: found.record }
+      if (found?.record.state === 'done' && (lock?.locked || found.settled)) return { state: 'done', record: found.record }
       if (!lock?.locked) return { state: 'running' }
       return found?.recent ? { state: 'running', record: found.record } : { state: 'free' }
     },
