@@ -211,7 +211,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     // the instance declared PostgreSQL unreachable, and every instance's /readyz failed at once
     // (found by a review injecting faults). Opened by the gate too, so a readiness check that
     // cannot connect, or gets no answer, is still an outage.
-    const readiness = postgres(options.databaseUrl, { ...connectionOptions, max: 1, prepare: false, ...({ socket: gate.socket } as object) })
+    const readiness = postgres(options.databaseUrl, { ...connectionOptions, max: 1, prepare: false, ...({ socket: gate.unpooledSocket } as object) })
     const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
     const readinessDb = drizzlePostgres(readiness, { schema }) as unknown as Database
     const readyDeadlineMs = options.readyDeadlineMs ?? 2000

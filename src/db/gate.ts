@@ -199,6 +199,8 @@ class Watched {
   constructor(
     readonly socket: Socket,
     readonly probe: boolean,
+    /** Counted in stats(): a connection of the pool, not the readiness check's. */
+    readonly pooled: boolean,
   ) {}
 
   get owesAnswer(): boolean {
@@ -246,7 +248,7 @@ export class ConnectGate {
     let inUse = 0
     let waiting = 0
     for (const c of this.connections) {
-      if (!c.started) continue
+      if (!c.started || !c.pooled) continue
       const statements = c.opaque ? (c.sentSinceReceived ? 1 : 0) : c.owed
       inUse += statements > 0 ? 1 : c.transaction !== 0x49 ? 1 : 0
       waiting += Math.max(statements - 1, 0)
@@ -258,7 +260,12 @@ export class ConnectGate {
    * The `socket` option of postgres.js: a new connection, or, during the cool-down (and while a
    * probe is out), one that fails at once with 08001.
    */
-  socket = (target: SocketTarget): Socket | Promise<Socket> => {
+  socket = (target: SocketTarget): Socket | Promise<Socket> => this.open(target, true)
+
+  /** The same for a connection outside the pool (the readiness check's): watched alike, left out of stats(). */
+  unpooledSocket = (target: SocketTarget): Socket | Promise<Socket> => this.open(target, false)
+
+  private open(target: SocketTarget, pooled: boolean): Socket | Promise<Socket> {
     const now = this.clock.now()
     let probe = false
     if (this.down || now < this.retryAt) {
@@ -276,8 +283,8 @@ export class ConnectGate {
     const socket = connect(to)
     socket.setKeepAlive?.(true, this.options.keepAliveMs)
     if ('host' in to) Object.assign(socket, { host: to.host, port: to.port })
-    if (this.options.tls && 'host' in to) return this.secure(socket, to.host, this.options.tls, probe)
-    this.watch(new Watched(socket, probe))
+    if (this.options.tls && 'host' in to) return this.secure(socket, to.host, this.options.tls, probe, pooled)
+    this.watch(new Watched(socket, probe, pooled))
     return socket
   }
 
@@ -286,7 +293,7 @@ export class ConnectGate {
    * plain one if the server declines and the mode allows it. Never rejects: a failure resolves
    * with a socket that fails at once, which the driver handles as any failed connection.
    */
-  private secure(raw: Socket, host: string, tls: TlsMode, probe: boolean): Promise<Socket> {
+  private secure(raw: Socket, host: string, tls: TlsMode, probe: boolean, pooled: boolean): Promise<Socket> {
     return new Promise((resolve) => {
       let done = false
       const timer = this.clock.setTimeout(
@@ -303,7 +310,7 @@ export class ConnectGate {
       const fail = (error: NodeJS.ErrnoException) => {
         if (done) return
         raw.destroy()
-        const c = new Watched(raw, probe)
+        const c = new Watched(raw, probe, pooled)
         c.lastError = error.code ?? error.message
         if (probe) this.probing = false
         this.lost(c)
@@ -315,7 +322,7 @@ export class ConnectGate {
       raw.once('data', (answer: Buffer) => {
         if (answer[0] !== 0x53) {
           if (tls.mode === 'prefer' || tls.mode === 'allow') {
-            this.watch(new Watched(raw, probe))
+            this.watch(new Watched(raw, probe, pooled))
             return finish(raw)
           }
           return fail(Object.assign(new Error('the server does not accept TLS connections'), { code: '08001' }))
@@ -327,7 +334,7 @@ export class ConnectGate {
           if (done) return secure.destroy()
           secure.removeListener('error', fail)
           Object.assign(secure, { host, port: (raw as Socket & { port?: number }).port })
-          this.watch(new Watched(secure, probe))
+          this.watch(new Watched(secure, probe, pooled))
           finish(secure)
         })
       })

@@ -177,6 +177,18 @@ t.test('idle connections, inside a transaction or not, are never destroyed by th
   t.same(gate.stats(), { inUse: 1, waiting: 0 }, 'the open transaction holds its connection')
 })
 
+t.test("the readiness check's connection (unpooledSocket) is left out of the pool's stats, and trips the gate as any other", async (t) => {
+  const { gate, events } = setup()
+  const readiness = gate.unpooledSocket({ host: ['db'], port: [5432] }) as unknown as FakeSocket
+  readiness.write(startup())
+  readiness.answer(ready())
+  readiness.write(sync())
+  t.same(gate.stats(), { inUse: 0, waiting: 0 }, 'a select 1 in flight is no pooled connection in use')
+  readiness.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
+  await tick()
+  t.match(events, [{ state: 'unreachable', reason: 'connection lost (ECONNRESET)' }])
+})
+
 t.test('a reset trips the gate: refused at once for the cool-down, then one probe; its answer ends the outage', async (t) => {
   const { clock, gate, open, sockets, events, refusedCode } = setup()
   const idle = open()
