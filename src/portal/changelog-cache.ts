@@ -65,6 +65,8 @@ export function changelogETag(
  * DB_STATEMENT_TIMEOUT_MS): a date read meanwhile could come before a change not yet seen. A
  * minute is longer than a write runs at the default timeout, and is what shared caches may keep
  * a copy anyway (PUBLIC_CACHE_CONTROL). Until then a reader revalidates by ETag, or reads again.
+ * The dates are the database's and `now` the server's: the two clocks are taken to agree within
+ * seconds (NTP), and a DB_STATEMENT_TIMEOUT_MS raised toward minutes narrows the margin.
  */
 export const SETTLED_MS = 60_000
 
