@@ -2737,10 +2737,12 @@ export interface components {
         Offset: number;
         /**
          * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-         *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-         *     the same program for testers; `locale` may change). The changelog's cursors hold their
-         *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-         *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+         *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+         *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+         *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+         *     hold their filters (`status` and `label`: either may be left out, and is then the
+         *     cursor's); every other list's must be sent again. The page starts right after the row the
+         *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
          *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
          *     project: any key of the project may send it (a rotation mid-walk goes on), and another
          *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -2890,10 +2892,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -3155,10 +3159,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -3449,10 +3455,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -3575,10 +3583,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -3841,10 +3851,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -4224,10 +4236,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -4394,10 +4408,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -4495,10 +4511,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -4662,10 +4680,12 @@ export interface operations {
                 offset?: components["parameters"]["Offset"];
                 /**
                  * @description (ext) Keyset pagination: the `pagination.next_cursor` of the previous page of the same list,
-                 *     sent instead of `offset`, with the same filters (`status`, the changelog's `label`, and
-                 *     the same program for testers; `locale` may change). The changelog's cursors hold their
-                 *     `status` and `label`: either may be left out, and is then the cursor's. The page starts right after the row the previous page
-                 *     ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
+                 *     sent instead of `offset`, with the same filters: `status` (programs, testers, deliveries
+                 *     and the changelog), the changelog's `label`, the event log's `type`, and the same program
+                 *     for testers or endpoint for deliveries; `locale` may change. Only the changelog's cursors
+                 *     hold their filters (`status` and `label`: either may be left out, and is then the
+                 *     cursor's); every other list's must be sent again. The page starts right after the row the
+                 *     previous page ended on, at the same cost at any depth, and rows written meanwhile neither repeat nor
                  *     go missing. `limit` may change from page to page. A cursor is opaque and belongs to its
                  *     project: any key of the project may send it (a rotation mid-walk goes on), and another
                  *     project's list refuses it. One that this list did not issue (another project's, or from
@@ -5059,7 +5079,7 @@ export interface operations {
             /** @description Moved to `/docs/`; no body. */
             301: {
                 headers: {
-                    /** @description `/docs/`, relative to the request (so it holds behind a proxy). */
+                    /** @description `/docs/`, a path on the host the request came to (a proxy that serves the API under a path prefix rewrites it). */
                     Location: string;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
