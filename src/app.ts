@@ -19,7 +19,7 @@ import { bodyBudget, registerBodyBudget, type BodyBudgets } from './http/body-bu
 import { SEND_WINDOW_MS, sendWatch, type SendWatch, type SendWatchOptions } from './http/send-rate.js'
 import { registerConditionalRequests } from './http/conditional.js'
 import { docsPolicy } from './http/docs-policy.js'
-import { checkingInterval, isClientGone, logClientGone, makeClientErrorHandler, makeConnectHandler, NOSNIFF, unfinishedRequestSweep, type RoutedRequests } from './http/connection.js'
+import { checkingInterval, isClientGone, limitPipelining, logClientGone, makeClientErrorHandler, makeConnectHandler, MAX_PIPELINED, NOSNIFF, unfinishedRequestSweep, type RoutedRequests } from './http/connection.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { isStatementTimeout, makeMetrics, type Metrics } from './http/metrics.js'
 import { registerRateLimit } from './http/rate-limit.js'
@@ -221,6 +221,7 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     },
   })
   app.server.on('connect', makeConnectHandler(app))
+  limitPipelining(app.server, () => app.log.info({ max: MAX_PIPELINED }, `a connection was closed: more than ${MAX_PIPELINED} requests in flight on it`))
   // Node parses at most 2000 header lines and drops the rest without a word: an Authorization or
   // Idempotency-Key after a thousand filler headers was not seen (found by an attacker review).
   // No count: the headers' total size is bounded anyway (maxHeaderSize, a 431 beyond).

@@ -23,6 +23,44 @@ function connectionProblem(code: string | undefined, timeoutMs: number): ApiErro
   return new ApiError('validation_failed', 'The request is not valid HTTP.')
 }
 
+/**
+ * Requests a connection may have in flight at once. HTTP/1.1 lets a client send requests before
+ * it has read the answers to earlier ones, and Node hands every request of a chunk to the server
+ * at once, each answer waiting behind the one before: the 1 680 `GET /openapi.json` of one 64 KB
+ * write held half a gigabyte until their client read them (found by an attacker review, without
+ * a key). Few clients pipeline at all, and none so deep.
+ */
+export const MAX_PIPELINED = 16
+
+type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
+
+/**
+ * Closes a connection as its request beyond MAX_PIPELINED in flight arrives (`onLimit` first).
+ * The requests in flight end as their client's going would end them; that one, and the rest of
+ * its chunk, never reach the routes (each would be a log line, a thousand from one write). Wraps
+ * the server's request listeners (Fastify's): call it once they are added.
+ */
+export function limitPipelining(server: Server, onLimit: (socket: Socket) => void): void {
+  const handlers = server.listeners('request') as RequestListener[]
+  server.removeAllListeners('request')
+  const inFlight = new WeakMap<Socket, number>()
+  const closed = new WeakSet<Socket>()
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket
+    if (closed.has(socket)) return
+    const count = (inFlight.get(socket) ?? 0) + 1
+    if (count > MAX_PIPELINED) {
+      closed.add(socket)
+      onLimit(socket)
+      socket.destroy()
+      return
+    }
+    inFlight.set(socket, count)
+    response.once('close', () => inFlight.set(socket, (inFlight.get(socket) ?? 1) - 1))
+    for (const handler of handlers) handler.call(server, request, response)
+  })
+}
+
 /** Each routed request's id, and the last request routed on each connection. */
 export interface RoutedRequests {
   ids: WeakMap<IncomingMessage, string>

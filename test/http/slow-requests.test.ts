@@ -7,6 +7,7 @@ import { connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
+import { MAX_PIPELINED } from '../../src/http/connection.js'
 import { defaults, type Config } from '../../src/config.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
 import { call, createProject } from '../helpers/app.js'
@@ -228,4 +229,24 @@ t.test('closing ends the connections whose request has not arrived in full, what
   const closed = await Promise.race([app.close().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), PATIENCE_MS).unref())])
   t.equal(closed, true, 'the app closed')
   t.same([await halfHeaders.closed, await halfBody.closed], [true, true], 'and ended both connections')
+})
+
+t.test('a connection with more requests in flight than MAX_PIPELINED is closed; one within it gets every answer', async (t) => {
+  // Node hands every request of a chunk to the server at once: one 64 KB write of GET
+  // /openapi.json held an answer each, half a gigabyte, and two ran the heap out (an attacker
+  // review, without a key).
+  const { port, app, logLine, lines } = await listeningApp(t, await testDatabase())
+  const request = 'GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n'
+  const deep = rawConnection(port)
+  deep.socket.write(request.repeat(Math.floor(65536 / request.length)))
+  deep.socket.pause() // reads nothing: every answer would wait
+  t.equal(await deep.closed, true, 'the deep connection is closed')
+  await logLine((line) => line.msg === `a connection was closed: more than ${MAX_PIPELINED} requests in flight on it`)
+  // The requests in flight end as aborted; the rest of the chunk never reached a route.
+  t.ok(lines.filter((line) => line.msg === 'request aborted').length <= MAX_PIPELINED, 'a log line for each request in flight at most')
+  const within = rawConnection(port)
+  within.socket.write(request.repeat(MAX_PIPELINED).replace(/\r\n\r\n$/, '\r\nConnection: close\r\n\r\n'))
+  t.equal(await within.closed, true)
+  t.equal(within.received().split('HTTP/1.1 200 OK\r\n').length - 1, MAX_PIPELINED, `${MAX_PIPELINED} pipelined: each answered`)
+  t.equal((await call(t, app, { url: '/healthz' })).status, 200, 'the server serves on')
 })
