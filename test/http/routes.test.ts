@@ -6,7 +6,8 @@ import { parse } from 'yaml'
 import { routes } from '../../generated/routes.js'
 import { exportedOnce, handlerRegistry, handlers, mergedOnce, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
 import { isNotImplemented } from '../../src/handlers/not-implemented.js'
-import { PLUGIN_OPERATIONS, type ApiRequest, type OperationId, type Principal } from '../../src/http/types.js'
+import { JsonText } from '../../src/http/json-text.js'
+import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type OperationId, type Principal } from '../../src/http/types.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { source, spec } from '../helpers/spec-check.js'
 import { audienceDocument } from '../../scripts/openapi-documents.js'
@@ -173,5 +174,19 @@ t.test('the operator token secures /admin/* and /metrics, and nothing else secur
       if (operator(path)) t.same(schemes, ['AdminToken'], `${method.toUpperCase()} ${path}: the operator token only`)
       else t.notOk(schemes.includes('AdminToken'), `${method.toUpperCase()} ${path}: not the operator token`)
     }
+  }
+})
+
+t.test('each published document is written once: every answer sends the same text', async (t) => {
+  // Serialized per request, answers pipelined on one connection each held a copy (300 KB of the
+  // partner document's), and two 64 KB writes ran the heap out (an attacker review).
+  const spec = { json: { openapi: '3.1.0', n: 1 }, portal: { openapi: '3.1.0', n: 2 }, operator: { openapi: '3.1.0', n: 3 } }
+  const ctx = { spec } as unknown as AppContext
+  for (const [name, document] of [['getOpenApiJson', spec.json], ['getPortalOpenApiJson', spec.portal], ['getOperatorOpenApiJson', spec.operator]] as const) {
+    const first = await handlers[name]({} as never, ctx)
+    const again = await handlers[name]({} as never, ctx)
+    t.ok(first.body instanceof JsonText, `${name}: text`)
+    t.equal(again.body, first.body, `${name}: the same text, every time`)
+    t.equal((first.body as JsonText<unknown>).text, JSON.stringify(document), `${name}: the document`)
   }
 })
