@@ -109,7 +109,8 @@ export const defaults: Config = Object.freeze({
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  const value = Number(raw)
+  // Digits only: Number() also read `1e3` and `0x1F4` (found by an operations review).
+  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new SetupError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}: fix or unset it.`)
   }
@@ -201,8 +202,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new SetupError('DATABASE_URL must be a postgres:// or postgresql:// URL: fix it, or unset it to use the embedded database.')
   }
+  // Never repeated in the message: it holds the password (a stack trace of the parser printed it).
+  if (databaseUrl && !URL.canParse(databaseUrl)) {
+    throw new SetupError('DATABASE_URL is not a valid URL (a port above 65535, or a password with a character such as /, # or @ not percent-encoded): fix it.')
+  }
   const logLevel = (env.LOG_LEVEL || defaults.logLevel) as Config['logLevel']
-  if (!LOG_LEVELS.includes(logLevel)) throw new SetupError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}.`)
+  if (!LOG_LEVELS.includes(logLevel)) throw new SetupError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}: fix or unset it.`)
   const redisUrl = env.REDIS_URL || undefined
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new SetupError('REDIS_URL must be a redis:// or rediss:// URL: fix it, or unset it to keep rate limits in memory.')
   const adminToken = env.ADMIN_TOKEN || undefined

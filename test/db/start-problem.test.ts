@@ -1,5 +1,8 @@
 // What the server, the admin CLI and db:migrate say when the database refuses them at start-up.
 import { DrizzleQueryError } from 'drizzle-orm/errors'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { databaseStartProblem } from '../../src/db/start-problem.js'
 
@@ -41,4 +44,25 @@ t.test('a 42501 at the connection is the CONNECT privilege, at a migration the r
   const fatal = Object.assign(new Error('permission denied for database "app"'), { name: 'PostgresError', severity: 'FATAL', code: '42501' })
   t.equal(databaseStartProblem(fatal, WHERE), `${WHERE} refused the start: permission denied for database "app" (SQLSTATE 42501): the user in DATABASE_URL needs the CONNECT privilege on this database.`)
   t.match(databaseStartProblem(new DrizzleQueryError('create table x ()', [], refusal('42501', 'permission denied for schema public')), WHERE), /needs the right to create tables/)
+})
+
+t.test('a DATA_DIR that cannot be a directory is one line, not a stack', async (t) => {
+  // A file in its place printed mkdir's EEXIST with its stack (found by an operations review).
+  const { openDatabase } = await import('../../src/db/client.js')
+  const { SetupError } = await import('../../src/config.js')
+  const dir = mkdtempSync(join(tmpdir(), 'data-dir-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'file')
+  writeFileSync(file, 'x')
+  for (const [dataDir, code] of [
+    [file, 'EEXIST'],
+    [join(file, 'sub'), 'ENOTDIR'],
+  ] as const) {
+    const refusal = await openDatabase({ dataDir }).then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    t.ok(refusal instanceof SetupError, `${code}: a SetupError`)
+    t.equal((refusal as Error).message, `DATA_DIR ${dataDir} cannot hold the embedded database (${code}: not a directory, or not one this process may create): fix it.`)
+  }
 })

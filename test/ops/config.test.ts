@@ -1,6 +1,6 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import { defaults, loadConfig, statementDeadlineFor } from '../../src/config.js'
+import { defaults, loadConfig, SetupError, statementDeadlineFor } from '../../src/config.js'
 
 t.test('defaults apply when nothing is set', async (t) => {
   t.same(loadConfig({}), defaults)
@@ -55,6 +55,21 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     WEBHOOK_DISPATCH: 'off',
   }
   for (const [name, value] of Object.entries(bad)) t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value}`)
+  // Found by an operations review: numbers Number() reads, and a URL the parser refused with a
+  // stack that printed it, password included.
+  for (const value of ['1e3', '0x1F4', ' 80', '80 ']) t.throws(() => loadConfig({ PORT: value }), /PORT must be an integer/, `PORT=${JSON.stringify(value)}`)
+  for (const url of ['postgres://app:s3cret/pw@db:5432/app', 'postgres://app:s3cret#x@db/app', 'postgres://db:99999/app', 'postgres://a:b@[bad/x']) {
+    const refusal = (() => {
+      try {
+        loadConfig({ DATABASE_URL: url })
+      } catch (error) {
+        return error as Error
+      }
+    })()
+    t.ok(refusal instanceof SetupError, `${url.replace('s3cret', '…')}: one line (a SetupError)`)
+    t.match(refusal?.message, /^DATABASE_URL is not a valid URL/)
+    t.notMatch(refusal?.message, /s3cret|app:/, 'without the URL, which holds the password')
+  }
 })
 
 t.test('PUBLIC_BASE_URL is an http(s) origin, kept without its trailing slash', async (t) => {
