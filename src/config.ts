@@ -110,7 +110,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
   // Digits only: Number() also read `1e3` and `0x1F4` (found by an operations review).
-  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN
+  const value = /^\d+$/.test(raw) ? Number(raw) : NaN
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new SetupError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}: fix or unset it.`)
   }
@@ -204,7 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // Never repeated in the message: it holds the password (a stack trace of the parser printed it).
   if (databaseUrl && !URL.canParse(databaseUrl)) {
-    throw new SetupError('DATABASE_URL is not a valid URL (a port above 65535, or a password with a character such as /, # or @ not percent-encoded): fix it.')
+    throw new SetupError('DATABASE_URL is not a valid URL (a password\'s /, # or @ must be percent-encoded, a port be at most 65535, and several hosts come without ports): fix it.')
   }
   const logLevel = (env.LOG_LEVEL || defaults.logLevel) as Config['logLevel']
   if (!LOG_LEVELS.includes(logLevel)) throw new SetupError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}: fix or unset it.`)

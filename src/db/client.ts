@@ -244,9 +244,9 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   let unlock = () => {}
   if (options.dataDir) {
     await mkdir(options.dataDir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
-      // A file in its place, a parent that is a file, no permission: one line, not a stack (an operations review).
-      if (!['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT'].includes(error.code ?? '')) throw error
-      throw new SetupError(`DATA_DIR ${options.dataDir} cannot hold the embedded database (${error.code}: not a directory, or not one this process may create): fix it.`)
+      // A file in its place, a parent that is a file, no permission, a loop of links: one line,
+      // not a stack (an operations review).
+      throw new SetupError(`DATA_DIR ${options.dataDir} cannot hold the embedded database (${error.code ?? error.message}: not a directory, or not one this process may create): fix it.`)
     })
     const dataDir = options.dataDir
     unlock = lockDataDir(dataDir, options.role ?? `process ${process.argv.slice(1).join(' ')}`, {

@@ -1,6 +1,6 @@
 // What the server, the admin CLI and db:migrate say when the database refuses them at start-up.
 import { DrizzleQueryError } from 'drizzle-orm/errors'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -54,9 +54,11 @@ t.test('a DATA_DIR that cannot be a directory is one line, not a stack', async (
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'file')
   writeFileSync(file, 'x')
+  symlinkSync(join(dir, 'loop'), join(dir, 'loop'))
   for (const [dataDir, code] of [
     [file, 'EEXIST'],
     [join(file, 'sub'), 'ENOTDIR'],
+    [join(dir, 'loop', 'x'), 'ELOOP'],
   ] as const) {
     const refusal = await openDatabase({ dataDir }).then(
       () => undefined,

@@ -58,7 +58,8 @@ t.test('bad values stop the start with a message naming the variable', async (t)
   // Found by an operations review: numbers Number() reads, and a URL the parser refused with a
   // stack that printed it, password included.
   for (const value of ['1e3', '0x1F4', ' 80', '80 ']) t.throws(() => loadConfig({ PORT: value }), /PORT must be an integer/, `PORT=${JSON.stringify(value)}`)
-  for (const url of ['postgres://app:s3cret/pw@db:5432/app', 'postgres://app:s3cret#x@db/app', 'postgres://db:99999/app', 'postgres://a:b@[bad/x']) {
+  t.equal(loadConfig({ PORT: '00000000000000080' }).port, 80, 'leading zeros are digits too')
+  for (const url of ['postgres://app:s3cret/pw@db:5432/app', 'postgres://app:s3cret#x@db/app', 'postgres://db:99999/app', 'postgres://a:b@[bad/x', 'postgres://app:s3cret@db1:5432,db2:5432/app']) {
     const refusal = (() => {
       try {
         loadConfig({ DATABASE_URL: url })
