@@ -14,12 +14,14 @@
 //   clock, so a test can run it by hand; the driver's own connect_timeout is off);
 // - enables TCP keep-alive on every connection;
 // - trips on every connection error (refused, reset, timed out, closed by the server, a missed
-//   deadline; a FATAL error as soon as it arrives, before the driver reads it): for COOL_DOWN_MS new connections are refused at once (SQLSTATE 08001, answered
-//   503), idle connections are closed (they may be as dead as the one that failed), then one
-//   connection attempt probes; PostgreSQL answering a statement after the cool-down ends the
-//   outage (a completed startup does not: PgBouncer completes it while PostgreSQL is down);
+//   deadline; a FATAL error as soon as it arrives, before the driver reads it): for COOL_DOWN_MS
+//   new connections are refused at once (SQLSTATE 08001, answered 503), idle connections are
+//   closed (they may be as dead as the one that failed), then one connection attempt probes;
+//   PostgreSQL answering a statement after the cool-down ends the outage (a completed startup
+//   does not: PgBouncer completes it while PostgreSQL is down);
 // - reports the outage as two transitions (unreachable since T, for a reason; reachable again),
-//   for the log and the metrics, instead of a line per refused request.
+//   and a probe's failure for a reason not yet reported, for the log and the metrics, instead of
+//   a line per refused request.
 // This is only this process's view of the database; instances share nothing.
 import { connect as netConnect, isIP, Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
@@ -216,7 +218,7 @@ export class ConnectGate {
   private readonly clock: Clock
   private readonly connections = new Set<Watched>()
   /** Set during an outage. */
-  private down: { since: number; at: Date; reason: string; reasons: Set<string> } | undefined
+  private down: { since: number; at: Date; reasons: Set<string> } | undefined
   /** New connections are refused until then (after a connection error). */
   private retryAt = -Infinity
   private probing = false
@@ -521,7 +523,7 @@ export class ConnectGate {
   private trip(reason: string, probed = false) {
     this.retryAt = this.clock.now() + COOL_DOWN_MS
     if (!this.down) {
-      this.down = { since: this.clock.now(), at: new Date(), reason, reasons: new Set([reason]) }
+      this.down = { since: this.clock.now(), at: new Date(), reasons: new Set([reason]) }
       this.emit({ state: 'unreachable', since: this.down.at, reason })
     } else if (probed && !this.down.reasons.has(reason)) {
       // What keeps it down may not be what began it: a session ended (57P01), then the database

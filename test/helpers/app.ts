@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { defaults, type Config } from '../../src/config.js'
 import { openDatabase, type DbHandle } from '../../src/db/client.js'
-import { makeRepos } from '../../src/db/repos/index.js'
+import { makeRepos, type Repos } from '../../src/db/repos/index.js'
 import { freshPostgresDatabase, testDatabase } from './db.js'
 import { fileTeardown, thisFile } from './folder-suite.js'
 import { specProblems } from './spec-check.js'
@@ -35,6 +35,22 @@ export function testApp(config: Partial<Config> = {}, options: BuildOptions = {}
     t.teardown(async () => (await sharedApp!).close())
   }
   return sharedApp
+}
+
+/**
+ * An app of its own (closed with the test) on the test database whose repositories `adjust`
+ * changes as they are made: a fault or a wait put at the repositories' edge.
+ */
+export async function appWithRepos(t: Test, adjust: (repos: Repos) => void): Promise<FastifyInstance> {
+  const adjusted: typeof makeRepos = (...args) => {
+    const repos = makeRepos(...args)
+    adjust(repos)
+    return repos
+  }
+  const mocked = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: adjusted } })
+  const app = await mocked.buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN }, await testDatabase())
+  t.teardown(() => app.close())
+  return app
 }
 
 export interface TestProject {

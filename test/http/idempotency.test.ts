@@ -1,7 +1,7 @@
 // Idempotency-Key on POST: replay of the stored 2xx, one row written, 422 for another body,
 // 409 while the first still runs, nothing kept for failures, keys scoped per project.
 import t from 'tap'
-import { call, createProject, testApp } from '../helpers/app.js'
+import { appWithRepos, call, createProject, testApp } from '../helpers/app.js'
 import { ADMIN_TOKEN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { overHttp } from '../helpers/over-http.js'
@@ -170,9 +170,7 @@ t.test('a replay whose transaction does not commit is a 503 that does not say it
   // COMMIT became: a client reading Idempotency-Replayed as "done" took the 503 for the write
   // (found by a review that cut the COMMIT's answer). Here the transaction fails as it ends.
   let failNext = false
-  const { makeRepos } = await import('../../src/db/repos/index.js')
-  const failing: typeof makeRepos = (...args) => {
-    const repos = makeRepos(...args)
+  const app = await appWithRepos(t, (repos) => {
     const transaction = repos.transaction.bind(repos)
     repos.transaction = (async (work: never) => {
       const done = await transaction(work)
@@ -180,12 +178,7 @@ t.test('a replay whose transaction does not commit is a 503 that does not say it
       failNext = false
       throw Object.assign(new Error('connection lost during COMMIT'), { code: '08006' })
     }) as typeof repos.transaction
-    return repos
-  }
-  const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: failing } })
-  const { defaults } = await import('../../src/config.js')
-  const app = await buildApp({ ...defaults, logLevel: 'silent', adminToken: ADMIN_TOKEN }, await testDatabase())
-  t.teardown(() => app.close())
+  })
   const { key } = await createProject()
   const post = (url: string, body: object) => call(t, app, { method: 'POST', url, key, body, headers: { 'idempotency-key': `k-commit-${url}` } })
   for (const [url, body] of [

@@ -4,7 +4,7 @@
 import { sql } from 'drizzle-orm'
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
 import t from 'tap'
-import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
+import { ADMIN_TOKEN, appWithRepos, call, createProject, testApp } from '../helpers/app.js'
 import { scheduledTimeArrives, testDatabase } from '../helpers/db.js'
 import { SETTLED_MS } from '../../src/portal/changelog-cache.js'
 
@@ -27,23 +27,14 @@ const settled = () => (settledApp ??= testApp({}, { now: () => Date.now() + SETT
 const load = async (t: T, url: string, headers: Record<string, string> = {}) => call(t, await settled(), { url, headers })
 
 /** An app whose portal reads of entries' HTML (the second statement of a page or feed) first run `before` with the ids read. */
-async function appReadingEntriesThrough(t: T, before: (ids: string[]) => unknown) {
-  const { makeRepos } = await import('../../src/db/repos/index.js')
-  const watched: typeof makeRepos = (...args) => {
-    const repos = makeRepos(...args)
+const appReadingEntriesThrough = (t: T, before: (ids: string[]) => unknown) =>
+  appWithRepos(t, (repos) => {
     const read = repos.changelog.portalEntries.bind(repos.changelog)
     repos.changelog.portalEntries = async (projectId, ids, locale) => {
       await before(ids)
       return read(projectId, ids, locale)
     }
-    return repos
-  }
-  const { buildApp } = await t.mockImport<typeof import('../../src/app.js')>('../../src/app.js', { '../../src/db/repos/index.js': { makeRepos: watched } })
-  const { defaults } = await import('../../src/config.js')
-  const app = await buildApp({ ...defaults, logLevel: 'silent' }, await testDatabase())
-  t.teardown(() => app.close())
-  return app
-}
+  })
 
 const parser = new XMLParser({
   ignoreAttributes: false,
