@@ -10,6 +10,7 @@ import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { loadConfig, SetupError, type Config } from './config.js'
+import { listenOnHost } from './http/listen.js'
 import { openConfiguredDatabase, warnWithoutStatementTimeout, type DbHandle } from './db/client.js'
 import { loggableError } from './db/results.js'
 import { makeRepos } from './db/repos/index.js'
@@ -80,6 +81,8 @@ async function firstProjectHint(config: Config, database: DbHandle, port: number
 let config: Config | undefined
 let database: DbHandle | undefined
 let app: FastifyInstance | undefined
+/** Stops accepting at HOST's addresses beyond the first (the app's close stops the first). */
+let stopOtherAddresses: (() => Promise<void>) | undefined
 let dispatcher: WebhookDispatcher | undefined
 let jobs: PeriodicJob<unknown>[] = []
 
@@ -96,7 +99,7 @@ async function start(): Promise<void> {
     // default action stands: nothing is served yet, and a start waiting on an unreachable
     // database stops at once.
     drainOnSignal(closeWithGrace({ delay: 10_000, skip: DRAIN_SIGNALS }, shutDown))
-    await app.listen({ port: config.port, host: config.host })
+    stopOtherAddresses = await listenOnHost(app, config.host, config.port)
     if (config.webhookDispatch) {
       dispatcher = startWebhookDispatcher({
         db: database.db,
@@ -190,7 +193,7 @@ async function closeAll(serveOnMs = 0): Promise<void> {
     app.drain()
     await sleep(serveOnMs)
   }
-  await Promise.all([app?.close(), background])
+  await Promise.all([stopOtherAddresses?.(), app?.close(), background])
   await database?.close()
 }
 
