@@ -108,6 +108,26 @@ t.test('an Expect other than 100-continue is a 400 problem, after the key; 100-c
   t.match(badHost, /^HTTP\/1\.1 400 [^]*"path":"\/Host"/, 'a Host that breaks its rules: refused, never invited')
 })
 
+t.test('an answer to a request never invited to send its body says the connection closes', async (t) => {
+  // Node closes such a connection (the body held back may come yet, or never); the answer said
+  // nothing of it, so a client meant to reuse the connection.
+  const app = await testApp()
+  await overHttp(app)
+  const { key } = await createProject()
+  const held = (headers: string, length = 20) => `POST /v1/changelog HTTP/1.1\r\nHost: a\r\n${headers}Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`
+  const auth = `Authorization: Bearer ${key}\r\n`
+  for (const [text, status] of [
+    [held(''), 401],
+    [held(auth, 2_000_000), 413],
+    [held(`${auth}Content-Encoding: br\r\n`), 415],
+  ] as const) {
+    // keepOpen: the exchange ends only as the server closes.
+    const head = (await rawExchange(app, text, { keepOpen: true })).split('\r\n\r\n')[0]!
+    t.match(head, new RegExp(`^HTTP/1\\.1 ${status} `), `${status}: never invited`)
+    t.match(head, /\r\nconnection: close(\r\n|$)/i, `${status}: says the connection closes`)
+  }
+})
+
 t.test('CONNECT is a 405 problem with an empty Allow, not a connection closed unanswered', async (t) => {
   const app = await testApp({ adminToken: ADMIN_TOKEN })
   await overHttp(app)
