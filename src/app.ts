@@ -398,7 +398,14 @@ export async function buildApp(config: Config, database: DbHandle, options: Buil
     if (!ctx.lifecycle.draining) reply.removeHeader('connection')
     return sendProblem(request, reply, problem)
   })
-  app.setNotFoundHandler((request, reply) => sendProblem(request, reply, notFoundOrNotAllowed(request, ctx.config.adminToken !== undefined)))
+  // The API reference's own files (its script), paths outside the spec: a wrong method is a 405
+  // there too, as on every path the service has (it was a 404).
+  const docsAssets = new Map<string, string[]>()
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(`${DOCS}/`) || route.url === `${DOCS}/` || SCALAR_DOCUMENT_COPIES.has(route.url)) return
+    docsAssets.set(route.url, [...(docsAssets.get(route.url) ?? []), ...[route.method].flat()])
+  })
+  app.setNotFoundHandler((request, reply) => sendProblem(request, reply, notFoundOrNotAllowed(request, ctx.config.adminToken !== undefined, docsAssets)))
 
   await app.register(swagger, { mode: 'static', specification: { document: ctx.spec.json as never } })
   ctx.spec.json = app.swagger()

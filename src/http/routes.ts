@@ -121,11 +121,14 @@ export function routedPath(request: FastifyRequest): string {
   }
 }
 
-/** The answer for a request no route took: 405 with `Allow` for a path the API has, otherwise 404. */
-export function notFoundOrNotAllowed(request: FastifyRequest, operatorApi: boolean): ApiError {
+/**
+ * The answer for a request no route took: 405 with `Allow` for a path the API has (an operation's,
+ * or one of `assets`, the paths outside the spec a plugin serves, with their methods), otherwise 404.
+ */
+export function notFoundOrNotAllowed(request: FastifyRequest, operatorApi: boolean, assets: ReadonlyMap<string, string[]>): ApiError {
   // The router ends the path at a `?` or a `#` (a fragment, which a client should not send).
   const pathname = request.url.replace(ORIGIN, '').split(/[?#]/)[0] || '/'
-  const allow = allowedMethods(pathname, operatorApi)
+  const allow = allowedMethods(pathname, operatorApi) ?? assets.get(decodedSegments(pathname).join('/'))
   if (allow && !allow.includes(request.method)) {
     return new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allow.join(', ')}.`, {
       headers: { allow: allow.join(', ') },

@@ -163,6 +163,12 @@ t.test('a method a path does not have is 405 with Allow', async (t) => {
   t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs/' })).headers.allow, 'GET, PATCH, DELETE, HEAD', "a trailing slash is a program's path, whose id is empty, as the router reads it")
   t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs//feedback' })).headers.allow, 'GET, HEAD', 'an empty id likewise')
   t.equal((await call(t, app, { method: 'PUT', url: '/v1/beta/programs/x/y/z' })).status, 404, 'a path the API does not have')
+  // The API reference's script is no operation of the spec, but a path the service has.
+  for (const method of ['OPTIONS', 'DELETE'] as const) {
+    const script = await call(t, app, { method, url: '/docs/js/scalar.js' })
+    t.same([script.status, script.headers.allow], [405, 'GET, HEAD'], `${method} /docs/js/scalar.js`)
+  }
+  t.equal((await call(t, app, { method: 'DELETE', url: '/docs/openapi.json' })).status, 404, "the plugin's copy of the document is no path of the service")
   await overHttp(app)
   const fragment = await rawExchange(app, 'PUT /v1/changelog#x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
   t.match(fragment, /^HTTP\/1\.1 405 [^]*allow: GET, POST, HEAD/i, 'a fragment ends the path, as the router reads it')
