@@ -10,6 +10,7 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
 import { lockDataDir } from './data-dir-lock.js'
 import { runningAgainOnDeadlock, withMigrationLock } from './migration-lock.js'
+import { connectionTarget } from './target.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
 import { backfillBodyHtml } from './backfill.js'
 import { assertPatchedDriver } from './driver-check.js'
@@ -118,17 +119,8 @@ export interface DbOptions {
 
 /** Which database `options` name, for a person (no password). */
 function describeDatabase(options: Pick<DbOptions, 'databaseUrl' | 'dataDir'>): string {
-  if (options.databaseUrl) return describePostgres(options.databaseUrl)
+  if (options.databaseUrl) return connectionTarget(options.databaseUrl).description
   return options.dataDir ? `the embedded database in ${options.dataDir}` : 'an in-memory embedded database'
-}
-
-function describePostgres(url: string): string {
-  try {
-    const { hostname, port, pathname } = new URL(url)
-    return `PostgreSQL at ${hostname}:${port || 5432}${pathname}`
-  } catch {
-    return 'PostgreSQL'
-  }
 }
 
 /**
@@ -174,6 +166,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       clock,
     })
     const prepare = options.prepare ?? defaults.dbPrepare
+    const target = connectionTarget(options.databaseUrl)
     const pipelineDepth = prepare ? PIPELINE_DEPTH : 1
     const connections = options.poolSize ?? defaults.dbPoolSize
     const connectionOptions = {
@@ -185,6 +178,8 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       // date before standard time is written with its local mean time (+00:19:32), which no
       // JavaScript Date parses: a year-1000 date answered 500 (found by a review).
       connection: { statement_timeout: statementTimeoutMs, TimeZone: 'UTC' },
+      // Arrays, as postgres.js's README gives them ("ip address[es]"), though its types say one.
+      ...(target.options as object),
       // The gate negotiates TLS (tlsMode), so that it reads the protocol after decryption.
       ssl: false,
       // The type query postgres.js runs on each new connection drops its error when that
@@ -197,7 +192,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       backoff: () => 0,
       keep_alive: KEEP_ALIVE_S,
     }
-    const client = postgres(options.databaseUrl, {
+    const client = postgres(target.url, {
       ...connectionOptions,
       max: connections,
       prepare,
@@ -211,7 +206,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
     // the instance declared PostgreSQL unreachable, and every instance's /readyz failed at once
     // (found by a review injecting faults). Opened by the gate too, so a readiness check that
     // cannot connect, or gets no answer, is still an outage.
-    const readiness = postgres(options.databaseUrl, { ...connectionOptions, max: 1, prepare: false, ...({ socket: gate.unpooledSocket } as object) })
+    const readiness = postgres(target.url, { ...connectionOptions, max: 1, prepare: false, ...({ socket: gate.unpooledSocket } as object) })
     const db = drizzlePostgres(preparedByDefault(client), { schema }) as unknown as Database
     const readinessDb = drizzlePostgres(readiness, { schema }) as unknown as Database
     const readyDeadlineMs = options.readyDeadlineMs ?? 2000
@@ -221,7 +216,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       description: describeDatabase(options),
       async migrate() {
         const lockOptions = { connectTimeout, prepare }
-        await withMigrationLock(options.databaseUrl!, lockOptions, async (single) => {
+        await withMigrationLock(target, lockOptions, async (single) => {
           const locked = drizzlePostgres(single, { schema })
           await runningAgainOnDeadlock(() => migratePostgres(locked, { migrationsFolder }))
           await backfill(locked as unknown as Database)

@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres, { type Sql } from 'postgres'
 import { sqlState } from './results.js'
+import type { ConnectionTarget } from './target.js'
 
 const MIGRATION_LOCK = 0x46425f4d // "FB_M"
 
@@ -17,10 +18,10 @@ export interface MigrationClientOptions {
 }
 
 /** Runs `migrate` on a client of its own while no other instance migrates this database. */
-export async function withMigrationLock(url: string, options: MigrationClientOptions, migrate: (client: Sql) => Promise<void>): Promise<void> {
-  const settings = { max: 1, connect_timeout: options.connectTimeout, prepare: options.prepare, onnotice: () => {} }
-  const lock = postgres(url, settings)
-  const client = postgres(url, settings)
+export async function withMigrationLock(target: ConnectionTarget, options: MigrationClientOptions, migrate: (client: Sql) => Promise<void>): Promise<void> {
+  const settings = { max: 1, connect_timeout: options.connectTimeout, prepare: options.prepare, onnotice: () => {}, ...(target.options as object) }
+  const lock = postgres(target.url, settings)
+  const client = postgres(target.url, settings)
   try {
     await lock.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`
