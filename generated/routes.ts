@@ -6788,7 +6788,7 @@ export const routes: RouteSpec[] = [
       },
       "querystring": {
         "type": "object",
-        "additionalProperties": false,
+        "additionalProperties": true,
         "properties": {
           "token": {
             "type": "string",
@@ -6923,7 +6923,7 @@ export const routes: RouteSpec[] = [
       },
       "querystring": {
         "type": "object",
-        "additionalProperties": false,
+        "additionalProperties": true,
         "properties": {}
       },
       "response": {}
@@ -6997,7 +6997,7 @@ export const routes: RouteSpec[] = [
       },
       "querystring": {
         "type": "object",
-        "additionalProperties": false,
+        "additionalProperties": true,
         "properties": {
           "locale": {
             "type": "string",
@@ -7056,7 +7056,7 @@ export const routes: RouteSpec[] = [
       },
       "querystring": {
         "type": "object",
-        "additionalProperties": false,
+        "additionalProperties": true,
         "properties": {
           "locale": {
             "type": "string",
@@ -7092,7 +7092,7 @@ export const routes: RouteSpec[] = [
       },
       "querystring": {
         "type": "object",
-        "additionalProperties": false,
+        "additionalProperties": true,
         "properties": {
           "locale": {
             "type": "string",
@@ -7134,7 +7134,7 @@ export const routes: RouteSpec[] = [
       },
       "querystring": {
         "type": "object",
-        "additionalProperties": false,
+        "additionalProperties": true,
         "properties": {
           "locale": {
             "type": "string",

@@ -68,7 +68,7 @@ function mapValues(obj: JsonObject, fn: (v: Json) => Json): JsonObject {
   return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, fn(v)]))
 }
 
-function objectSchema(params: JsonObject[]): JsonObject {
+function objectSchema(params: JsonObject[], others: 'refused' | 'ignored' = 'refused'): JsonObject {
   const properties: JsonObject = {}
   const required: string[] = []
   for (const p of params) {
@@ -83,8 +83,15 @@ function objectSchema(params: JsonObject[]): JsonObject {
     properties[p.name as string] = schema
     if (p.required) required.push(p.name as string)
   }
-  return { type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) }
+  return { type: 'object', additionalProperties: others === 'ignored', properties, ...(required.length ? { required } : {}) }
 }
+
+/**
+ * The portal's pages and feeds, opened from links that newsletters and networks add their own
+ * parameters to (`utm_source`, `fbclid`), ignore query parameters they do not define (the portal
+ * tag's description); every other operation refuses them (a typo must not pass unseen).
+ */
+const unknownQuery = (op: JsonObject, method: string) => (op.tags[0] === 'portal' && method === 'get' ? 'ignored' : 'refused')
 
 const routes: JsonObject[] = []
 for (const [path, item] of Object.entries(doc.paths as JsonObject)) {
@@ -114,7 +121,7 @@ for (const [path, item] of Object.entries(doc.paths as JsonObject)) {
       security,
       schema: {
         params: objectSchema(params.filter((p) => p.in === 'path')),
-        querystring: objectSchema(params.filter((p) => p.in === 'query')),
+        querystring: objectSchema(params.filter((p) => p.in === 'query'), unknownQuery(op, method)),
         ...(body ? { body } : {}),
         response,
       },

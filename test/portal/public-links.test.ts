@@ -51,6 +51,9 @@ t.test('with PUBLIC_BASE_URL: absolute links everywhere, a canonical URL on the 
     [`${changelog}/${newest}?locale=FR`]: `${BASE}${changelog}/${newest}?locale=fr`,
     // No translation in that locale: the page is the base one, and says so.
     [`${changelog}/${oldest}?locale=fr`]: `${BASE}${changelog}/${oldest}`,
+    // A link from a newsletter or a network: their parameters are no part of the page's address.
+    [`${changelog}?utm_source=newsletter&locale=fr&fbclid=IwAR0`]: `${BASE}${changelog}?locale=fr`,
+    [`${changelog}/${oldest}?utm_campaign=launch`]: `${BASE}${changelog}/${oldest}`,
   }
   for (const [url, canonical] of Object.entries(pages)) {
     const res = await get(url)
