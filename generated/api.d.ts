@@ -2707,8 +2707,10 @@ export interface components {
          * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
          *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
          *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-         *     and body, and nothing is written again. The same key with another body is
-         *     `422 idempotency_key_reused`; a retry while the first request still runs is
+         *     and body, and nothing is written again. The same path is the same path and query
+         *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+         *     same JSON value, whatever the order of an object's members or the white space (an
+         *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
          *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
          *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
          *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
@@ -2951,8 +2953,10 @@ export interface operations {
                  * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
                  *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
                  *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-                 *     and body, and nothing is written again. The same key with another body is
-                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     and body, and nothing is written again. The same path is the same path and query
+                 *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+                 *     same JSON value, whatever the order of an object's members or the white space (an
+                 *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
                  *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
@@ -3222,8 +3226,10 @@ export interface operations {
                  * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
                  *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
                  *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-                 *     and body, and nothing is written again. The same key with another body is
-                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     and body, and nothing is written again. The same path is the same path and query
+                 *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+                 *     same JSON value, whatever the order of an object's members or the white space (an
+                 *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
                  *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
@@ -3641,8 +3647,10 @@ export interface operations {
                  * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
                  *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
                  *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-                 *     and body, and nothing is written again. The same key with another body is
-                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     and body, and nothing is written again. The same path is the same path and query
+                 *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+                 *     same JSON value, whatever the order of an object's members or the white space (an
+                 *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
                  *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
@@ -3909,8 +3917,10 @@ export interface operations {
                  * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
                  *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
                  *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-                 *     and body, and nothing is written again. The same key with another body is
-                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     and body, and nothing is written again. The same path is the same path and query
+                 *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+                 *     same JSON value, whatever the order of an object's members or the white space (an
+                 *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
                  *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
@@ -4111,8 +4121,10 @@ export interface operations {
                  * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
                  *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
                  *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-                 *     and body, and nothing is written again. The same key with another body is
-                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     and body, and nothing is written again. The same path is the same path and query
+                 *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+                 *     same JSON value, whatever the order of an object's members or the white space (an
+                 *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
                  *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
@@ -4171,8 +4183,10 @@ export interface operations {
                  * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
                  *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
                  *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-                 *     and body, and nothing is written again. The same key with another body is
-                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     and body, and nothing is written again. The same path is the same path and query
+                 *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+                 *     same JSON value, whatever the order of an object's members or the white space (an
+                 *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
                  *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with
@@ -4341,8 +4355,10 @@ export interface operations {
                  * @description A unique key (1 to 255 printable ASCII characters, a UUID say) that makes retrying this POST
                  *     safe. The first request with a key runs; its 2xx answer is kept for 24 hours per project
                  *     and replayed, with `Idempotency-Replayed: true`, to any retry with the same method, path
-                 *     and body, and nothing is written again. The same key with another body is
-                 *     `422 idempotency_key_reused`; a retry while the first request still runs is
+                 *     and body, and nothing is written again. The same path is the same path and query
+                 *     parameters as the server reads them (an escape or a bare `?` aside); the same body is the
+                 *     same JSON value, whatever the order of an object's members or the white space (an
+                 *     array's order counts). The same key with another body is `422 idempotency_key_reused`; a retry while the first request still runs is
                  *     `409 idempotency_in_progress`. A request that fails (any 4xx or 5xx) keeps nothing, so
                  *     its retry runs again. No secret is kept with an answer: an answer that shows one (a
                  *     webhook endpoint's signing secret) keeps only the secret's SHA-256, and is replayed with

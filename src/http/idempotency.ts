@@ -20,7 +20,7 @@ import type { ApiRequest, AppContext, Handler, OperationId, Reply } from './type
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency?: { scope: string; key: string; hash: string }
+    idempotency?: { scope: string; key: string; hash: string; sentHash: string }
   }
 }
 
@@ -36,8 +36,34 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
   return raw
 }
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/** `value` as JSON with every object's members in the order of their names: one text for one JSON value. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
+  const members = Object.keys(value)
+    .sort()
+    .map((name) => `${JSON.stringify(name)}:${canonicalJson((value as Record<string, unknown>)[name])}`)
+  return `{${members.join(',')}}`
+}
+
+/**
+ * What makes two requests "the same method, path and body": the operation, its path and query
+ * parameters as the router and validation read them, and the body as a JSON value. So a retry
+ * whose client wrote the body's members in another order, the path with an escape or the query
+ * in another order is the same request; it was 422 (found by a partner review: RFC 8259 gives
+ * member order no meaning, and client libraries write a map in any order).
+ */
 const requestHash = (request: FastifyRequest) =>
-  createHash('sha256').update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`).digest('hex')
+  sha256(canonicalJson([request.method, request.routeOptions.url, request.params, request.query, request.body ?? null]))
+
+/**
+ * The hash a key's request was stored under before requestHash (the method, the URL as sent and
+ * the body as written): a key stored then, within its 24 hours, still replays to the very same
+ * request. Sound whenever it matches, as it hashes more of the request than requestHash.
+ */
+const sentHash = (request: FastifyRequest) => sha256(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
 
 export function registerIdempotency(app: FastifyInstance): void {
   // After authentication and validation, before the handler (which runs through answerIdempotently).
@@ -46,7 +72,7 @@ export function registerIdempotency(app: FastifyInstance): void {
     if (request.method !== 'POST' || !route || route.security !== 'ApiKey') return
     const key = idempotencyKey(request)
     if (key === undefined) return
-    request.idempotency = { scope: request.principal!.projectId, key, hash: requestHash(request) }
+    request.idempotency = { scope: request.principal!.projectId, key, hash: requestHash(request), sentHash: sentHash(request) }
   })
 }
 
@@ -69,8 +95,6 @@ interface StoredSecretAnswer {
   data: { id: string }
   secret_sha256?: string
 }
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** The 409 for a replay whose secret has been rotated since: the new one is not shown here. */
 const secretRotated = () =>
@@ -168,7 +192,7 @@ export async function answerIdempotently(
   run: Run,
   secret?: SecretSource,
 ): Promise<FastifyReply> {
-  const { scope, key, hash } = request.idempotency!
+  const { scope, key, hash, sentHash } = request.idempotency!
   const sent = await ctx.repos.transaction(async (tx): Promise<{ status: number; payload: string | undefined; replayed?: Record<string, string> }> => {
     const repo = tx.idempotency
     const held = await repo.hold(scope, key)
@@ -176,7 +200,7 @@ export async function answerIdempotently(
       throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry shortly.', { headers: { 'retry-after': '1' } })
     }
     if (held.state === 'done') {
-      if (held.record.request_hash !== hash) {
+      if (held.record.request_hash !== hash && held.record.request_hash !== sentHash) {
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new request.')
       }
       const status = held.record.response_status!

@@ -1,5 +1,6 @@
 // Idempotency-Key on POST: replay of the stored 2xx, one row written, 422 for another body,
 // 409 while the first still runs, nothing kept for failures, keys scoped per project.
+import { createHash } from 'node:crypto'
 import t from 'tap'
 import { appWithRepos, call, createProject, testApp } from '../helpers/app.js'
 import { ADMIN_TOKEN } from '../helpers/app.js'
@@ -24,6 +25,41 @@ t.test('a retry with the same key and body replays the answer and writes nothing
   t.equal(retry.headers.location, first.headers.location)
   const list = await call(t, app, { url: '/v1/changelog', key })
   t.equal(list.json.data.length, 1, 'one entry written')
+})
+
+t.test('the same request written otherwise is the same request: members in another order, an escaped path, a bare ?', async (t) => {
+  const app = await testApp()
+  const { key } = await createProject()
+  const url = '/v1/changelog'
+  const headers = { 'idempotency-key': 'member-order', 'content-type': 'application/json' }
+  const first = await call(t, app, { method: 'POST', url, key, headers, body: '{"title":"A","body":"b","labels":["x","y"],"version":"1.0.0"}' })
+  t.equal(first.status, 201)
+  for (const [what, sent] of [
+    ['members in another order', { url, body: '{"version":"1.0.0","labels":["x","y"],"body":"b","title":"A"}' }],
+    ['the path with an escape', { url: '/v1/%63hangelog', body: '{"title":"A","body":"b","labels":["x","y"],"version":"1.0.0"}' }],
+    ['a bare ? after the path, and white space', { url: `${url}?`, body: '{ "labels" : [ "x", "y" ], "title" : "A", "body" : "b", "version" : "1.0.0" }' }],
+  ] as const) {
+    const retry = await call(t, app, { method: 'POST', key, headers, ...sent })
+    t.same([retry.status, retry.headers['idempotency-replayed'], retry.raw], [201, 'true', first.raw], `${what}: replayed`)
+  }
+  const reordered = await call(t, app, { method: 'POST', url, key, headers, body: '{"title":"A","body":"b","labels":["y","x"],"version":"1.0.0"}' })
+  t.same([reordered.status, reordered.json.code], [422, 'idempotency_key_reused'], "an array's order is the value's: another request")
+  t.equal((await call(t, app, { url: `${url}?status=all`, key })).json.data.length, 1, 'one entry written')
+})
+
+t.test('a key stored under the hash of the request as it was sent still replays to that request', async (t) => {
+  // Keys stored before the server read a request as a JSON value (within their 24 hours of an upgrade).
+  const app = await testApp()
+  const { key, id } = await createProject()
+  const body = { title: 'Stored before', body: 'b' }
+  const first = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body, headers: { 'idempotency-key': 'sent-hash' } })
+  const sent = createHash('sha256').update(`POST /v1/changelog\n${JSON.stringify(body)}`).digest('hex')
+  const db = (await testDatabase()).db
+  await db.execute(sql`update idempotency_keys set request_hash = ${sent} where scope = ${id} and key = 'sent-hash'`)
+  const retry = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body, headers: { 'idempotency-key': 'sent-hash' } })
+  t.same([retry.status, retry.headers['idempotency-replayed'], retry.raw], [201, 'true', first.raw])
+  const other = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { ...body, title: 'Another' }, headers: { 'idempotency-key': 'sent-hash' } })
+  t.equal(other.status, 422, 'and another request is still another')
 })
 
 t.test('the same key with another body is 422; concurrent duplicates write one row', async (t) => {
