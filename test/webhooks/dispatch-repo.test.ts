@@ -11,7 +11,7 @@ import { rowsOf } from '../../src/db/results.js'
 import { projects, webhook_deliveries, webhook_endpoints } from '../../src/db/schema.js'
 import { newWebhookSecret } from '../../src/domain/secrets.js'
 import { retryDelay } from '../../src/jobs/webhook-dispatcher.js'
-import { eventJson } from '../../src/webhooks/event-record.js'
+import { eventJson, EVENT_LOG_DAYS } from '../../src/webhooks/event-record.js'
 import { explainPlan, indexScans } from '../helpers/db.js'
 import { createEndpoint, deliveryRow, endpointRow, recordEvent, webhookDatabase, type EndpointRow } from '../helpers/webhooks.js'
 
@@ -68,6 +68,17 @@ t.test('a claim returns what the attempt needs, holds the delivery for the lease
   t.equal(row.claim_token, claim!.token)
   t.ok(row.claimed_until!.getTime() >= before + LEASE && row.claimed_until!.getTime() <= after + LEASE, 'held for the lease')
   t.same(await claimOf(endpoint), [], 'a second claim does not get it')
+})
+
+t.test('a delivery whose event has left the event log is not claimed, pruned or not', async (t) => {
+  const endpoint = await createEndpoint('https://hooks.example.com/aged')
+  const { eventId } = await recordEvent(endpoint)
+  const { deliveryId: kept } = await recordEvent(endpoint)
+  // Its delivery's time is the event's (outbox.ts), and it has been due since.
+  const aged = sql`now() - make_interval(days => ${EVENT_LOG_DAYS}, hours => 1)`
+  await db.execute(sql`update events set created_at = ${aged} where id = ${eventId}`)
+  await db.execute(sql`update webhook_deliveries set created_at = ${aged}, next_attempt_at = ${aged} where event_id = ${eventId}`)
+  t.same((await claimOf(endpoint)).map((claim) => claim.id), [kept], 'only the delivery of the event still in the log')
 })
 
 t.test('after a rotation both secrets, new first, until the old one expires', async (t) => {

@@ -11,7 +11,7 @@ import { call, createProject, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { logSink } from '../helpers/events.js'
 import { source } from '../helpers/spec-check.js'
-import { createEndpoint, recordEvent } from './helpers.js'
+import { age, createEndpoint, recordEvent } from './helpers.js'
 
 t.test('an event an hour short of EVENT_LOG_DAYS is shown and kept; an hour past it, neither', async (t) => {
   const app = await testApp()
@@ -31,6 +31,23 @@ t.test('an event an hour short of EVENT_LOG_DAYS is shown and kept; an hour past
   await eventPruning({ repos: makeRepos(db), log: logSink().log }).runOnce()
   const kept = (await db.select({ id: events.id }).from(events).where(inArray(events.id, [inside, outside]))).map((row) => row.id)
   t.same(kept, [inside], 'pruning deleted the one outside, and only it')
+})
+
+t.test("a delivery of an event past EVENT_LOG_DAYS is gone with it: not listed, not read, not retried", async (t) => {
+  // It was listed and fetched, and its retry sent the event again, until pruning deleted it
+  // (found by a review of the webhooks).
+  const app = await testApp()
+  const { id: projectId, key } = await createProject()
+  const endpoint = await createEndpoint(t, app, key)
+  const gone = await recordEvent(projectId, 'webhook.test', endpoint.data)
+  const shown = await recordEvent(projectId, 'webhook.test', endpoint.data)
+  const deliveries = async () => (await call(t, app, { url: `${endpoint.url}/deliveries`, key })).json.data as { id: string; event_id: string }[]
+  const goneDelivery = (await deliveries()).find((delivery) => delivery.event_id === gone)!.id
+  await age(gone, EVENT_LOG_DAYS + 1)
+
+  t.same((await deliveries()).map((delivery) => delivery.event_id), [shown], 'listed: the delivery of the event still in the log')
+  t.equal((await call(t, app, { url: `${endpoint.url}/deliveries/${goneDelivery}`, key })).status, 404)
+  t.equal((await call(t, app, { method: 'POST', url: `${endpoint.url}/deliveries/${goneDelivery}/retry`, key })).status, 404, 'no retry sends it again')
 })
 
 t.test('openapi.yaml and the README give the event log EVENT_LOG_DAYS days', async (t) => {

@@ -7,6 +7,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import { eventJson } from '../../webhooks/event-record.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
+import { EVENT_RETENTION } from './outbox.js'
 import { eventInScope } from './scope.js'
 
 /** What an attempt needs, claimed for this instance until `claimedAt + lease`. */
@@ -152,6 +153,8 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
         select d.id, d.next_attempt_at from webhook_deliveries d
         where d.endpoint_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
           and (d.claimed_until is null or d.claimed_until <= now()) and ${projectSends}
+          -- An event gone from the log (pruned or not yet) is sent no more: its time is its delivery's.
+          and d.created_at > now() - ${EVENT_RETENTION}
         order by d.next_attempt_at
         limit greatest(least(r.endpoint_limit - r.endpoint_busy, ${options.perProject}::int - r.project_busy), case when r.endpoint_busy = 0 then 1 else 0 end)
       ) d

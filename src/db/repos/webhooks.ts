@@ -124,10 +124,13 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
   // is a constant of the query, so PostgreSQL checks it once (an InitPlan), not once a row.
   const endpointExists = (scope: ProjectScope, endpointId: string) =>
     exists(db.select({ id: e.id }).from(e).where(ofProject(scope, endpointId)))
-  const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
-    and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id), endpointExists(scope, endpointId))
   // Older events are invisible to the API, pruned or not.
   const inEventWindow = sql`${events.created_at} > now() - ${EVENT_RETENTION}`
+  // And so are their deliveries, whose time is their event's (outbox.ts): a delivery of an event
+  // gone from the log was listed, and its retry sent the event again, until pruning (found by a review).
+  const deliveryInEventWindow = sql`${d.created_at} > now() - ${EVENT_RETENTION}`
+  const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
+    and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id), deliveryInEventWindow, endpointExists(scope, endpointId))
   // An event of the beta area is shown while the project has the beta feature.
   const shownEvent = (scope: ProjectScope) => eventInScope(events.type, sql`${projectIdOf(scope)}`)
 
@@ -153,6 +156,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
           eq(d.endpoint_id, endpointId),
           eq(d.project_id, projectIdOf(scope)),
           endpointExists(scope, endpointId),
+          deliveryInEventWindow,
           options.status ? eq(d.status, options.status) : undefined,
           rowsAfter(d.created_at, d.id, page.after),
         ),
