@@ -1847,12 +1847,15 @@ export interface components {
              * @description The time of the key's latest accepted request (any answer but `401`, a `403` or
              *     `429` included), to within about a minute. Each server instance notes it in memory,
              *     off the request's path; a key's row is written at most once a minute, whichever
-             *     instance writes it: a first use at once (within a tenth of a second), a later one as
-             *     soon as the row's minute is over. So while the key is in use the value trails its
-             *     latest request by a minute and the time a statement takes, and once requests stop it
-             *     settles on the exact time of the last one (within about a minute; within two when an
-             *     instance stopped before it could write that use, which the next instance running or
-             *     started then writes). It is always the time of a real request of the key. `null` until the key is first
+             *     instance writes it: a first use at once (within a tenth of a second), a later one
+             *     when it is a minute or more after the stored one, as soon as the row's minute is
+             *     over. A use less than a minute after the stored one is not written: the value is
+             *     within a minute of it already, and writing it would start the row's minute with an
+             *     old value that the key's next uses could not replace for a minute. So while the key
+             *     is in use the value trails its latest request by a minute and the time a statement
+             *     takes, and once requests stop it stays within a minute of the last one (within two
+             *     when an instance stopped before it could write that use, which the next instance
+             *     running or started then writes). It is always the time of a real request of the key. `null` until the key is first
              *     used.
              */
             last_used_at: components["schemas"]["Timestamp"] | null;

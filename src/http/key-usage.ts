@@ -6,9 +6,12 @@
 // Each row is written at most once a minute, whichever instance writes: the UPDATE's WHERE skips
 // a row whose last write (last_used_written_at, the database's clock) is less than a minute old,
 // and skips a row another instance is writing at that moment (SKIP LOCKED), so two flushes never
-// write one key twice within a minute, nor wait on each other. A flush writes only a time later
-// than the stored one, so the value never goes back, and it is always the time of a real
-// request (as the clock of the instance that served it saw it: instances keep NTP time).
+// write one key twice within a minute, nor wait on each other. A flush writes only a time a
+// minute or more after the stored one, so the value never goes back, each write moves it by a
+// minute at least, and it is always the time of a real request (as the clock of the instance
+// that served it saw it: instances keep NTP time). A use closer to the stored one is dropped:
+// the value is within a minute of it already, and writing it would start the row's minute with
+// an old value that the next uses could not replace for a minute (recordKeyUse).
 //
 // When a flush runs. A use of a key whose row this instance does not know to be held back is
 // written at once (the next flush, at most FLUSH_GAP_MS after the last, so that many keys' first
@@ -22,8 +25,7 @@
 // An instance that stops with uses still held back hands them to the database
 // (api_key_deferred_uses, which writes no api_keys row), and a flush of any instance takes them
 // back as its own (each instance looks a second after it starts, then once a minute). No use is
-// lost to a graceful stop, so once requests stop, the value settles on the exact time of the last
-// one.
+// lost to a graceful stop, so once requests stop, the value is within a minute of the last one.
 import type { FastifyBaseLogger } from 'fastify'
 import type { KeyUse, KeyUseWrite } from '../db/repos/projects.js'
 import { sqlState } from '../db/results.js'

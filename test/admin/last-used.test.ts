@@ -43,22 +43,36 @@ t.test('an accepted request is written at the next flush, with its own time; a r
   await app.keyUsage.flush()
   t.equal((await p.keys())[0]!.last_used_at, new Date(usedAt).toISOString(), 'the time of the request, written by the flush')
 
-  // More requests within the minute are noted, and written only once the minute has passed.
+  // A use less than a minute after the stored one is not written, the row's minute over or not:
+  // the value is within a minute of it already (contract §9).
+  t.equal((await call(t, app, { url: '/v1/changelog', key: p.key })).status, 200)
+  await app.keyUsage.flush()
+  await aMinuteLater(p.keyId)
+  await app.keyUsage.flush()
+  t.equal((await p.keys())[0]!.last_used_at, new Date(usedAt).toISOString(), 'a use 5 s after the stored one: not written')
+
+  // A use a minute after the stored one is noted, and written once the row's minute has passed.
+  clock.now = usedAt + 60_000
   const later = clock.now
   t.equal((await call(t, app, { url: '/v1/beta/programs', key: p.key })).status, 403, 'a 403 (no beta feature) is an accepted key')
   await app.keyUsage.flush()
-  t.equal((await p.keys())[0]!.last_used_at, new Date(usedAt).toISOString(), 'at most once a minute')
+  t.equal((await p.keys())[0]!.last_used_at, new Date(later).toISOString(), 'the row written a minute ago: written at once')
+  clock.now += 60_000
+  const last = clock.now
+  t.equal((await call(t, app, { url: '/v1/changelog', key: p.key })).status, 200)
+  await app.keyUsage.flush()
+  t.equal((await p.keys())[0]!.last_used_at, new Date(later).toISOString(), 'at most once a minute, by the database’s clock')
   await aMinuteLater(p.keyId)
   await app.keyUsage.flush()
-  t.equal((await p.keys())[0]!.last_used_at, new Date(later).toISOString(), 'the use kept in memory is written once the minute is over')
+  t.equal((await p.keys())[0]!.last_used_at, new Date(last).toISOString(), 'the use kept in memory is written once the minute is over')
 
-  // A request refused 401 is not a use of the key.
+  // A request refused 401 is not a use of the key (it would be written: a minute later, the row's minute over).
   await call(t, app, { method: 'DELETE', url: `/admin/v1/projects/${p.id}/api-keys/${p.keyId}`, headers: admin })
-  clock.now += 5_000
+  clock.now += 65_000
   t.equal((await call(t, app, { url: '/v1/changelog', key: p.key })).status, 401)
   await aMinuteLater(p.keyId)
   await app.keyUsage.flush()
-  t.equal((await p.keys())[0]!.last_used_at, new Date(later).toISOString(), 'a 401 leaves last_used_at alone')
+  t.equal((await p.keys())[0]!.last_used_at, new Date(last).toISOString(), 'a 401 leaves last_used_at alone')
 })
 
 t.test('reads that authenticate in their own statement are uses too; unknown keys are not noted', async (t) => {
@@ -67,7 +81,7 @@ t.test('reads that authenticate in their own statement are uses too; unknown key
   const entry = await call(t, app, { method: 'POST', url: '/v1/changelog', key: p.key, body: { title: 'x', status: 'published' } })
   await app.keyUsage.flush()
   await aMinuteLater(p.keyId)
-  clock.now += 10_000
+  clock.now += 60_000
   // The key has a budget in this window: this read is not looked up, its rows prove the key.
   t.equal((await call(t, app, { url: `/v1/changelog/${entry.json.data.id}`, key: p.key })).status, 200)
   t.equal((await call(t, app, { url: '/v1/changelog', key: `fbk_${'x'.repeat(40)}` })).status, 401)
@@ -107,7 +121,7 @@ t.test('a use an app could not write before it closed (its minute not over) is w
   const usedAt = clock.now
   t.equal((await call(t, first, { url: '/v1/changelog', key: p.key })).status, 200)
   await first.keyUsage.flush()
-  clock.now += 5_000
+  clock.now += 60_000
   const lastUse = clock.now
   t.equal((await call(t, first, { url: '/v1/changelog', key: p.key })).status, 200)
   await first.close()
@@ -130,10 +144,11 @@ t.test("a use the row's minute holds back is reported with when that minute ends
   const p = await project(t, app)
   const { projects } = makeRepos((await testDatabase()).db)
   const keyHash = rowsOf<{ key_hash: string }>(await (await testDatabase()).db.execute(sql`select key_hash from api_keys where id = ${p.keyId}`))[0]!.key_hash
-  const first = await projects.recordKeyUse([{ keyHash, usedAt: new Date(Date.now() - 2_000) }])
+  const first = await projects.recordKeyUse([{ keyHash, usedAt: new Date(Date.now() - 61_000) }])
   t.same(first, { written: [keyHash], pending: [] }, 'the first use is written')
+  t.same(await projects.recordKeyUse([{ keyHash, usedAt: new Date(Date.now() - 2_000) }]), { written: [], pending: [] }, 'a use less than a minute after it is neither written nor held')
   const second = await projects.recordKeyUse([{ keyHash, usedAt: new Date() }])
-  t.same(second.written, [], 'a second within the minute is not')
+  t.same(second.written, [], 'a use a minute after it, within the row’s minute, is not written')
   t.equal(second.pending.length, 1)
   const { inMs } = second.pending[0]!
   t.ok(inMs > 50_000 && inMs <= 60_000, `held back for the rest of the minute (${inMs} ms)`)

@@ -207,12 +207,16 @@ export function projectsRepo(db: Database) {
     },
 
     /**
-     * Writes each key's latest use, in one statement for all of them, where it is due: newer
-     * than the stored one, and the key's row not written in the last minute by the database's
-     * clock (whichever instance wrote it). Rows another instance is writing at that moment are
+     * Writes each key's latest use, in one statement for all of them, where it is due: a minute
+     * or more after the stored one, and the key's row not written in the last minute by the
+     * database's clock (whichever instance wrote it). A use less than a minute after the stored
+     * one is not written: the stored value is within a minute of it already, and writing it
+     * would start the row's minute with a value that old, which the key's next uses could then
+     * not replace for a minute (a review saw the value two minutes behind a key in use; contract
+     * §9: correct to within a minute, written at most once a minute). Rows another instance is writing at that moment are
      * skipped, not waited for (SKIP LOCKED), so two flushes never wait on, or deadlock with,
      * each other; such a row has just been written, so it was not due anyway. `pending` names
-     * the uses that are newer than what is stored but were not written (the minute is not over),
+     * the uses that are due but for the row's minute, which is not over,
      * each with the milliseconds until its row's minute is over by the database's clock (a second
      * for a row that was held by another writer): the caller keeps them and tries again then.
      */
@@ -224,7 +228,7 @@ export function projectsRepo(db: Database) {
           select key_hash, used_at from json_to_recordset(${json}::json) as u(key_hash text, used_at timestamptz)
         ), due as (
           select k.id, u.used_at from ${api_keys} k join used u on u.key_hash = k.key_hash
-          where (k.last_used_at is null or k.last_used_at < u.used_at)
+          where (k.last_used_at is null or k.last_used_at <= u.used_at - interval '1 minute')
             and (k.last_used_written_at is null or k.last_used_written_at <= now() - interval '1 minute')
           for update of k skip locked
         ), written as (
@@ -237,7 +241,7 @@ export function projectsRepo(db: Database) {
             then ceil(extract(epoch from k.last_used_written_at + interval '1 minute' - now()) * 1000)::int
             else ${HELD_ROW_RETRY_MS}::int end as in_ms
         from used u join ${api_keys} k on k.key_hash = u.key_hash left join written w on w.key_hash = u.key_hash
-        where k.last_used_at is null or k.last_used_at < u.used_at`)
+        where k.last_used_at is null or k.last_used_at <= u.used_at - interval '1 minute'`)
       const rows = rowsOf<{ key_hash: string; written: boolean; in_ms: number }>(result)
       return {
         written: rows.filter((r) => r.written).map((r) => r.key_hash),
