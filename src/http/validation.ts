@@ -182,9 +182,15 @@ export async function refuseUndecodableUrl(request: FastifyRequest): Promise<voi
   const start = url.indexOf('?')
   // Only a % escape can fail to decode: most query strings have none.
   if (start < 0 || !url.includes('%', start)) return
+  // An operation that ignores the parameters it does not define (the portal's pages and feeds)
+  // ignores them whatever their bytes: a link's `utm_campaign=caf%E9`, from a mailer that writes
+  // Latin-1, opens the page.
+  const querystring = request.routeOptions.config.route?.schema.querystring
+  const defined = querystring?.additionalProperties === false ? undefined : new Set(Object.keys(querystring?.properties ?? {}))
   for (const pair of url.slice(start + 1).split('&')) {
     const [name = '', value = ''] = pair.split(/=(.*)/s)
     const decodedName = decoded(name)
+    if (defined && (decodedName === undefined || !defined.has(decodedName))) continue
     if (decodedName === undefined || decoded(value) === undefined) {
       // The name only when it decodes: an undecodable one is not echoed.
       const path = decodedName === undefined ? '' : `/${pointerToken(decodedName)}`

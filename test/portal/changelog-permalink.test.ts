@@ -93,9 +93,10 @@ t.test('?locale= shows the translation where one exists, in its language, else t
   const bad = await load(t, `${permalink(project.id, entry.id)}?locale=not_a_locale`)
   t.equal(bad.status, 400, 'a locale that is not BCP 47 is 400, as on the list')
   // A link from a newsletter or a network carries parameters of theirs (the portal tag's rule).
-  const tracked = await load(t, `${permalink(project.id, entry.id)}?utm_source=newsletter&fbclid=IwAR0&label=new`)
+  const tracked = await load(t, `${permalink(project.id, entry.id)}?utm_source=newsletter&fbclid=IwAR0&label=new&utm_campaign=caf%E9&%FF=1`)
   const plain = await load(t, permalink(project.id, entry.id))
-  t.same([tracked.status, tracked.headers.etag], [200, plain.headers.etag], 'parameters the permalink does not define are ignored: the same page')
+  t.same([tracked.status, tracked.headers.etag], [200, plain.headers.etag], 'parameters the permalink does not define are ignored, whatever their bytes (a Latin-1 mailer\'s): the same page')
+  t.equal((await load(t, `${permalink(project.id, entry.id)}?locale=%FF`)).status, 400, 'one it defines is still held to percent-encoded UTF-8')
 })
 
 t.test('drafts, scheduled, deleted and unpublished entries, other projects’ entries and odd ids are all one 404 page', async (t) => {
