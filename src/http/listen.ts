@@ -23,28 +23,20 @@ export const urlHost = (address: string) => (address.includes(':') ? `[${address
  * second server of its own for `::1`, made without any of them (found by an operator review).
  */
 export async function listenOnHost(app: FastifyInstance, host: string, port: number, lookup: HostLookup = systemLookup): Promise<() => Promise<void>> {
-  const addresses = isIP(host) ? [host] : [...new Set(await lookup(host))]
-  const [first, ...others] = addresses
+  const [first, ...others] = isIP(host) ? [host] : await usable(app, host, distinct(await lookup(host)))
   await app.listen({ host: first, port })
   // PORT=0: the others listen on the port the system gave the first.
   const bound = (app.server.address() as AddressInfo).port
   const listeners: NetServer[] = []
   const stop = () => Promise.all(listeners.map((listener) => new Promise<void>((resolve) => listener.close(() => resolve())))).then(() => undefined)
   for (const address of others) {
-    const listener = createServer((socket) => app.server.emit('connection', socket))
+    // Accepted as Node's HTTP server accepts its own (lib/_http_server.js): with Nagle off, which
+    // otherwise held the last segment of a page for 40 ms, and half-open allowed.
+    const listener = createServer({ noDelay: true, allowHalfOpen: true }, (socket) => app.server.emit('connection', socket))
     try {
-      await new Promise<void>((resolve, reject) => {
-        listener.once('error', reject)
-        listener.listen({ host: address, port: bound }, () => resolve())
-      })
+      await listening(listener, address, bound)
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code
-      // `::1` for `localhost` where IPv6 is off (a container's /etc/hosts lists it anyway).
-      if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') {
-        app.log.warn({ code }, `not listening at ${urlHost(address)}, an address of ${host} this machine does not have`)
-        continue
-      }
-      // Anything else (the port taken at that address) stops the start, as at the first address.
+      // A port taken at that address stops the start, as at the first.
       await stop()
       throw error
     }
@@ -52,4 +44,46 @@ export async function listenOnHost(app: FastifyInstance, host: string, port: num
     app.log.info(`Server listening at http://${urlHost(address)}:${bound}`)
   }
   return stop
+}
+
+const listening = (server: NetServer, host: string, port: number) =>
+  new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen({ host, port }, () => resolve())
+  })
+
+/**
+ * Each address once: an IPv4-mapped IPv6 address is its IPv4 one, and `::` (every address of
+ * both families) takes in `0.0.0.0`; either pair would ask for one port twice.
+ */
+function distinct(addresses: string[]): string[] {
+  const plain = addresses.map((address) => address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, '$1'))
+  return [...new Set(plain)].filter((address, _, all) => !(address === '0.0.0.0' && all.includes('::')))
+}
+
+/**
+ * The addresses this machine has, each tried on a port of the system's choosing: one it lacks
+ * (`::1` for `localhost` where IPv6 is off, though a container's /etc/hosts lists it) is passed
+ * over with a warning, wherever the lookup put it.
+ */
+async function usable(app: FastifyInstance, host: string, addresses: string[]): Promise<[string, ...string[]]> {
+  const kept: string[] = []
+  let lacked: unknown
+  for (const address of addresses) {
+    const probe = createServer()
+    try {
+      await listening(probe, address, 0)
+      kept.push(address)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code !== 'EADDRNOTAVAIL' && code !== 'EAFNOSUPPORT') throw error
+      app.log.warn({ code }, `not listening at ${urlHost(address)}, an address of ${host} this machine does not have`)
+      lacked = error
+    } finally {
+      probe.close()
+    }
+  }
+  // None of them: the start stops, as for an address given itself.
+  if (!kept.length) throw lacked ?? Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND', syscall: 'getaddrinfo' })
+  return kept as [string, ...string[]]
 }

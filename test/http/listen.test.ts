@@ -1,5 +1,5 @@
 // HOST's every address is served by the one server buildApp set up, its connection rules with it.
-import { connect, createServer, type AddressInfo } from 'node:net'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
@@ -45,8 +45,12 @@ t.test('a name with two addresses: both served, each with the rules of the app s
   t.equal(address, '127.0.0.1', 'the app listens at the first address')
   t.ok(lines.some((line) => line.msg === `Server listening at http://${SECOND}:${port}`), 'the second address at the same port, logged')
 
+  // Accepted alike: half-open allowed, as Node's HTTP server accepts its own (and Nagle off, in the same options).
+  const accepted: boolean[] = []
+  app.server.on('connection', (socket: Socket) => accepted.push(socket.allowHalfOpen))
   for (const host of ['127.0.0.1', SECOND]) {
     t.match(await exchange(host, port, 'GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 200 /, `${host}: served`)
+    t.equal(accepted.pop(), true, `${host}: half-open allowed`)
     // Each answered by a rule set on the app's server: a server of its own would close the
     // first unanswered, and answer the second with Node's bare 400.
     t.match(await exchange(host, port, 'CONNECT api.example:443 HTTP/1.1\r\nHost: api.example:443\r\n\r\n'), /^HTTP\/1\.1 405 [^]*"code":"method_not_allowed"/, `${host}: CONNECT`)
@@ -58,12 +62,18 @@ t.test('a name with two addresses: both served, each with the rules of the app s
   t.match(await exchange('127.0.0.1', port, 'GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 200 /, 'the first until the app closes')
 })
 
-t.test('an address this machine lacks is passed over with a warning; a port taken at one stops the start', async (t) => {
+t.test('an address this machine lacks is passed over with a warning, first or not; a port taken at one stops the start', async (t) => {
   const { app, lines } = await appWithLog()
   t.teardown(() => app.close())
-  const stop = await listenOnHost(app, 'localhost', 0, async () => ['127.0.0.1', ABSENT])
+  const stop = await listenOnHost(app, 'localhost', 0, async () => [ABSENT, '127.0.0.1', '::ffff:127.0.0.1'])
   t.teardown(stop)
   t.match(lines.find((line) => line.level === 40), { code: 'EADDRNOTAVAIL', msg: `not listening at ${ABSENT}, an address of localhost this machine does not have` })
+  t.equal((app.server.address() as AddressInfo).address, '127.0.0.1', 'the first address it has')
+  t.notOk(lines.some((line) => /listening at http:\/\/\[::ffff/.test(line.msg)), 'an IPv4-mapped address is its IPv4 one, listened on once')
+
+  const { app: none } = await appWithLog()
+  t.teardown(() => none.close())
+  await t.rejects(listenOnHost(none, 'elsewhere', 0, async () => [ABSENT]), { code: 'EADDRNOTAVAIL' }, 'none of its addresses: the start stops')
 
   const taken = createServer()
   await new Promise<void>((resolve) => taken.listen(0, SECOND, resolve))
