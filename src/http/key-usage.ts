@@ -162,11 +162,15 @@ export function makeKeyUsage(options: KeyUsageOptions): KeyUsage {
         if (mine === undefined || mine < usedAt.getTime()) batch.set(keyHash, usedAt.getTime())
       }
       if (batch.size > 0) {
-        const { written, pending } = await options.write(asUses(batch))
+        const { written, pending, notDue } = await options.write(asUses(batch))
         const at = now()
-        // Written: held back for the minute. Held back: until the database says. Neither (a later
-        // use was stored meanwhile, by another instance): unknown, so its next use is tried at once.
-        const held = new Map([...written.map((keyHash): [string, number] => [keyHash, at + MINUTE_MS]), ...pending.map(({ keyHash, inMs }): [string, number] => [keyHash, at + inMs])])
+        // Written: held back for the minute. Held back, or too close to the stored use to be
+        // written (dropped): until the database says a use may be. Neither (a later use was stored
+        // meanwhile, by another instance): unknown, so its next use is tried at once.
+        const held = new Map([
+          ...written.map((keyHash): [string, number] => [keyHash, at + MINUTE_MS]),
+          ...[...pending, ...notDue].map(({ keyHash, inMs }): [string, number] => [keyHash, at + inMs]),
+        ])
         for (const [keyHash, until] of held) {
           if (heldUntil.has(keyHash) || heldUntil.size < maxKeys) heldUntil.set(keyHash, until)
           else unremembered.add(keyHash)

@@ -145,8 +145,11 @@ t.test("a use the row's minute holds back is reported with when that minute ends
   const { projects } = makeRepos((await testDatabase()).db)
   const keyHash = rowsOf<{ key_hash: string }>(await (await testDatabase()).db.execute(sql`select key_hash from api_keys where id = ${p.keyId}`))[0]!.key_hash
   const first = await projects.recordKeyUse([{ keyHash, usedAt: new Date(Date.now() - 61_000) }])
-  t.same(first, { written: [keyHash], pending: [] }, 'the first use is written')
-  t.same(await projects.recordKeyUse([{ keyHash, usedAt: new Date(Date.now() - 2_000) }]), { written: [], pending: [] }, 'a use less than a minute after it is neither written nor held')
+  t.same(first, { written: [keyHash], pending: [], notDue: [] }, 'the first use is written')
+  const close = await projects.recordKeyUse([{ keyHash, usedAt: new Date(Date.now() - 2_000) }])
+  t.same([close.written, close.pending, close.notDue.map((use) => use.keyHash)], [[], [], [keyHash]], 'a use less than a minute after it is neither written nor held, but not due')
+  const soonest = close.notDue[0]!.inMs
+  t.ok(soonest > 50_000 && soonest <= 60_000, `with when the row's minute ends (${soonest} ms)`)
   const second = await projects.recordKeyUse([{ keyHash, usedAt: new Date() }])
   t.same(second.written, [], 'a use a minute after it, within the row’s minute, is not written')
   t.equal(second.pending.length, 1)

@@ -12,7 +12,7 @@ function harness(options: { maxKeys?: number; wallClockOnly?: boolean } = {}) {
   const clock = { now: 1_000_000 }
   const writes: KeyUse[][] = []
   const logged: string[] = []
-  const state = { failing: false, pending: [] as string[], inMs: 30_000 }
+  const state = { failing: false, pending: [] as string[], notDue: [] as string[], inMs: 30_000 }
   /** The flushes the usage asked for, at the test's clock; the test runs them (fire). */
   const timers: { at: number; run: () => void; cancelled: boolean; ran: boolean }[] = []
   /** What the database holds of stopped instances' uses (api_key_deferred_uses). */
@@ -26,8 +26,9 @@ function harness(options: { maxKeys?: number; wallClockOnly?: boolean } = {}) {
       failIfDown()
       writes.push(uses)
       return {
-        written: uses.map((use) => use.keyHash).filter((keyHash) => !state.pending.includes(keyHash)),
+        written: uses.map((use) => use.keyHash).filter((keyHash) => !state.pending.includes(keyHash) && !state.notDue.includes(keyHash)),
         pending: state.pending.map((keyHash) => ({ keyHash, inMs: state.inMs })),
+        notDue: state.notDue.map((keyHash) => ({ keyHash, inMs: state.inMs })),
       }
     },
     defer: async (uses) => {
@@ -119,6 +120,26 @@ t.test('a use the database held back is written when it says the row may be', as
   t.equal(h.next().at, heldAt + 25_000, 'a later use changes nothing')
   await h.fire()
   t.same(h.writes.map(times).at(-1), { b: heldAt + 3_000 }, 'the latest use, written')
+})
+
+t.test('a use too close to the stored one is dropped, and the key waits until a use could be written', async (t) => {
+  // Another instance wrote the key's row with a use a moment before this one's: the statement
+  // writes nothing and says when a use would be a minute after the stored one. The key's uses
+  // until then ran a statement each, 100 ms apart (found by a review: about 100 times as many
+  // statements as the minute allows).
+  const h = harness()
+  h.usage.record('c')
+  h.state.notDue = ['c']
+  h.state.inMs = 40_000
+  await h.fire()
+  const at = h.clock.now
+  t.equal(h.next().at, at + 60_000, 'dropped: nothing left to flush but the look for handed-over uses')
+  h.clock.now += 1_000
+  h.usage.record('c')
+  t.equal(h.next().at, at + 40_000, 'a later use waits until a use could be written')
+  h.state.notDue = []
+  await h.fire()
+  t.same([h.writes.length, h.writes.map(times).at(-1)], [2, { c: at + 1_000 }], 'then tried, once')
 })
 
 t.test('a held-back use whose minute there is no room to remember is tried a second later, not every flush', async (t) => {

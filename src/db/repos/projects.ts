@@ -37,10 +37,15 @@ export interface KeyUse {
   usedAt: Date
 }
 
-/** What recordKeyUse did: the keys it wrote, and those still to be written, each with when it may be. */
+/**
+ * What recordKeyUse did: the keys it wrote; those still to be written, each with when it may be;
+ * and those whose use was too close to the stored one to be written (dropped), each with when a
+ * use could be written at the soonest: no use before then needs a statement.
+ */
 export interface KeyUseWrite {
   written: string[]
   pending: { keyHash: string; inMs: number }[]
+  notDue: { keyHash: string; inMs: number }[]
 }
 
 /** When a row another writer held is tried again: that writer has just written it, so the next try learns its minute. */
@@ -221,7 +226,7 @@ export function projectsRepo(db: Database) {
      * for a row that was held by another writer): the caller keeps them and tries again then.
      */
     async recordKeyUse(uses: KeyUse[]): Promise<KeyUseWrite> {
-      if (uses.length === 0) return { written: [], pending: [] }
+      if (uses.length === 0) return { written: [], pending: [], notDue: [] }
       const json = usesJson(uses)
       const result = await db.execute(sql`
         with used as (
@@ -237,15 +242,24 @@ export function projectsRepo(db: Database) {
           returning k.key_hash
         )
         select u.key_hash, w.key_hash is not null as written,
-          case when k.last_used_written_at > now() - interval '1 minute'
-            then ceil(extract(epoch from k.last_used_written_at + interval '1 minute' - now()) * 1000)::int
-            else ${HELD_ROW_RETRY_MS}::int end as in_ms
+          k.last_used_at is null or k.last_used_at <= u.used_at - interval '1 minute' as due,
+          greatest(
+            case when k.last_used_written_at > now() - interval '1 minute'
+              then ceil(extract(epoch from k.last_used_written_at + interval '1 minute' - now()) * 1000)::int
+              else ${HELD_ROW_RETRY_MS}::int end,
+            -- Not due: when a use would be a minute after the stored one.
+            case when k.last_used_at > u.used_at - interval '1 minute'
+              then ceil(extract(epoch from k.last_used_at + interval '1 minute' - now()) * 1000)::int
+              else 0 end
+          ) as in_ms
         from used u join ${api_keys} k on k.key_hash = u.key_hash left join written w on w.key_hash = u.key_hash
-        where k.last_used_at is null or k.last_used_at <= u.used_at - interval '1 minute'`)
-      const rows = rowsOf<{ key_hash: string; written: boolean; in_ms: number }>(result)
+        where k.last_used_at is null or k.last_used_at < u.used_at`)
+      const rows = rowsOf<{ key_hash: string; written: boolean; due: boolean; in_ms: number }>(result)
+      const held = (r: { key_hash: string; in_ms: number }) => ({ keyHash: r.key_hash, inMs: Math.max(0, Number(r.in_ms)) })
       return {
         written: rows.filter((r) => r.written).map((r) => r.key_hash),
-        pending: rows.filter((r) => !r.written).map((r) => ({ keyHash: r.key_hash, inMs: Number(r.in_ms) })),
+        pending: rows.filter((r) => !r.written && r.due).map(held),
+        notDue: rows.filter((r) => !r.due).map(held),
       }
     },
 
