@@ -280,8 +280,14 @@ export const idempotency_keys = pgTable(
   {
     scope: text('scope').notNull(),
     key: text('key').notNull(),
-    /** SHA-256 of the method, path and body: a retry must send the very same request. */
+    /**
+     * SHA-256 of the method, the URL as sent and the body as JSON.stringify writes it: what
+     * versions before 1.2.6 compare, so that one still running beside this one (a rolling
+     * deploy) replays a retry sent byte for byte.
+     */
     request_hash: text('request_hash').notNull(),
+    /** SHA-256 of the request as a value (http/idempotency.ts); null for a key an earlier version stored. */
+    request_value_hash: text('request_value_hash'),
     state: text('state', { enum: ['in_progress', 'done'] }).notNull().default('in_progress'),
     response_status: integer('response_status'),
     response_location: text('response_location'),

@@ -12,6 +12,7 @@
 // lives, and shows it only while it is still the one answered (holdsSecret, below).
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { RequestHashes } from '../db/repos/idempotency.js'
 import type { Repos } from '../db/repos/index.js'
 import { ApiError, invalidField } from './errors.js'
 import { JSON_TYPE, JsonText } from './json-text.js'
@@ -20,7 +21,7 @@ import type { ApiRequest, AppContext, Handler, OperationId, Reply } from './type
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency?: { scope: string; key: string; hash: string; sentHash: string }
+    idempotency?: { scope: string; key: string; hashes: RequestHashes }
   }
 }
 
@@ -49,21 +50,23 @@ function canonicalJson(value: unknown): string {
 }
 
 /**
- * What makes two requests "the same method, path and body": the operation, its path and query
- * parameters as the router and validation read them, and the body as a JSON value. So a retry
- * whose client wrote the body's members in another order, the path with an escape or the query
- * in another order is the same request; it was 422 (found by a partner review: RFC 8259 gives
- * member order no meaning, and client libraries write a map in any order).
+ * A request's two hashes. `value` is what makes two requests "the same method, path and body":
+ * the operation, its path and query parameters as the router and validation read them, and the
+ * body as a JSON value. So a retry whose client wrote the body's members in another order, the
+ * path with an escape or the query in another order is the same request; it was 422 (found by a
+ * partner review: RFC 8259 gives member order no meaning, and client libraries write a map in
+ * any order). `sent` is what versions before 1.2.6 compared (the method, the URL as sent and the
+ * body as written), stored too, so that such a version running beside this one in a rolling
+ * deploy still replays a retry sent byte for byte (found by a review), and compared, for the keys
+ * such a version stored. A match of either is the same request: `sent` hashes more of it.
  */
-const requestHash = (request: FastifyRequest) =>
-  sha256(canonicalJson([request.method, request.routeOptions.url, request.params, request.query, request.body ?? null]))
+const requestHashes = (request: FastifyRequest): RequestHashes => ({
+  sent: sha256(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`),
+  value: sha256(canonicalJson([request.method, request.routeOptions.url, request.params, request.query, request.body ?? null])),
+})
 
-/**
- * The hash a key's request was stored under before requestHash (the method, the URL as sent and
- * the body as written): a key stored then, within its 24 hours, still replays to the very same
- * request. Sound whenever it matches, as it hashes more of the request than requestHash.
- */
-const sentHash = (request: FastifyRequest) => sha256(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
+const sameRequest = (stored: { request_hash: string; request_value_hash: string | null }, hashes: RequestHashes) =>
+  stored.request_hash === hashes.sent || stored.request_value_hash === hashes.value
 
 export function registerIdempotency(app: FastifyInstance): void {
   // After authentication and validation, before the handler (which runs through answerIdempotently).
@@ -72,7 +75,7 @@ export function registerIdempotency(app: FastifyInstance): void {
     if (request.method !== 'POST' || !route || route.security !== 'ApiKey') return
     const key = idempotencyKey(request)
     if (key === undefined) return
-    request.idempotency = { scope: request.principal!.projectId, key, hash: requestHash(request), sentHash: sentHash(request) }
+    request.idempotency = { scope: request.principal!.projectId, key, hashes: requestHashes(request) }
   })
 }
 
@@ -192,7 +195,7 @@ export async function answerIdempotently(
   run: Run,
   secret?: SecretSource,
 ): Promise<FastifyReply> {
-  const { scope, key, hash, sentHash } = request.idempotency!
+  const { scope, key, hashes } = request.idempotency!
   const sent = await ctx.repos.transaction(async (tx): Promise<{ status: number; payload: string | undefined; replayed?: Record<string, string> }> => {
     const repo = tx.idempotency
     const held = await repo.hold(scope, key)
@@ -200,7 +203,7 @@ export async function answerIdempotently(
       throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry shortly.', { headers: { 'retry-after': '1' } })
     }
     if (held.state === 'done') {
-      if (held.record.request_hash !== hash && held.record.request_hash !== sentHash) {
+      if (!sameRequest(held.record, hashes)) {
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new request.')
       }
       const status = held.record.response_status!
@@ -224,7 +227,7 @@ export async function answerIdempotently(
     if (result.status >= 200 && result.status < 300 && payload !== undefined) {
       const location = reply.getHeader('location')
       const stored = secret ? withoutSecret(result.body) : payload
-      await repo.save(scope, key, hash, { status: result.status, location: typeof location === 'string' ? location : undefined, body: stored })
+      await repo.save(scope, key, hashes, { status: result.status, location: typeof location === 'string' ? location : undefined, body: stored })
     }
     return { status: result.status, payload }
   })

@@ -7,6 +7,7 @@ import { ADMIN_TOKEN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 import { overHttp } from '../helpers/over-http.js'
 import { sql } from 'drizzle-orm'
+import { rowsOf } from '../../src/db/results.js'
 import { ApiError } from '../../src/http/errors.js'
 import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
 
@@ -47,17 +48,22 @@ t.test('the same request written otherwise is the same request: members in anoth
   t.equal((await call(t, app, { url: `${url}?status=all`, key })).json.data.length, 1, 'one entry written')
 })
 
-t.test('a key stored under the hash of the request as it was sent still replays to that request', async (t) => {
-  // Keys stored before the server read a request as a JSON value (within their 24 hours of an upgrade).
+t.test('a key is stored as versions before 1.2.6 compare it, and a key they stored replays here', async (t) => {
+  // A rolling deploy runs both at once: a retry sent byte for byte replays on either, whichever
+  // stored its key (a version that compared only its own hash was told 422: found by a review).
   const app = await testApp()
   const { key, id } = await createProject()
   const body = { title: 'Stored before', body: 'b' }
   const first = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body, headers: { 'idempotency-key': 'sent-hash' } })
+  const { db } = await testDatabase()
+  const stored = async () => rowsOf<{ request_hash: string }>(await db.execute(sql`select request_hash from idempotency_keys where scope = ${id} and key = 'sent-hash'`))[0]!
   const sent = createHash('sha256').update(`POST /v1/changelog\n${JSON.stringify(body)}`).digest('hex')
-  const db = (await testDatabase()).db
-  await db.execute(sql`update idempotency_keys set request_hash = ${sent} where scope = ${id} and key = 'sent-hash'`)
+  t.equal((await stored()).request_hash, sent, 'its request_hash: what such a version compares')
+
+  // As such a version stores a key: without the value's hash.
+  await db.execute(sql`update idempotency_keys set request_value_hash = null where scope = ${id} and key = 'sent-hash'`)
   const retry = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body, headers: { 'idempotency-key': 'sent-hash' } })
-  t.same([retry.status, retry.headers['idempotency-replayed'], retry.raw], [201, 'true', first.raw])
+  t.same([retry.status, retry.headers['idempotency-replayed'], retry.raw], [201, 'true', first.raw], "such a version's key: replayed to the very same request")
   const other = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: { ...body, title: 'Another' }, headers: { 'idempotency-key': 'sent-hash' } })
   t.equal(other.status, 422, 'and another request is still another')
 })

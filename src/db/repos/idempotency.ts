@@ -5,6 +5,12 @@ import { idempotency_keys } from '../schema.js'
 
 export type IdempotencyRecord = typeof idempotency_keys.$inferSelect
 
+/** A request's hashes, as stored with its key (http/idempotency.ts, requestHashes). */
+export interface RequestHashes {
+  sent: string
+  value: string
+}
+
 /** How long a 2xx answer is replayed. */
 const KEEP = sql`interval '24 hours'`
 /** A claim left `in_progress` by a version that claimed keys before writing: how long it still blocks a retry. */
@@ -62,8 +68,8 @@ export function idempotencyRepo(db: Database) {
     },
 
     /** Stores the answer under the key, inside hold's transaction (replacing an expired or abandoned record). */
-    async save(scope: string, key: string, requestHash: string, response: { status: number; location: string | undefined; body: string }): Promise<void> {
-      const values = { request_hash: requestHash, state: 'done' as const, response_status: response.status, response_location: response.location ?? null, response_body: response.body, created_at: sql`now()` }
+    async save(scope: string, key: string, hashes: RequestHashes, response: { status: number; location: string | undefined; body: string }): Promise<void> {
+      const values = { request_hash: hashes.sent, request_value_hash: hashes.value, state: 'done' as const, response_status: response.status, response_location: response.location ?? null, response_body: response.body, created_at: sql`now()` }
       await db
         .insert(idempotency_keys)
         .values({ scope, key, ...values })
