@@ -29,37 +29,47 @@ function splitHost(written: string): [string, string | undefined] {
   return colon < 0 ? [written, undefined] : [written.slice(0, colon), written.slice(colon + 1) || undefined]
 }
 
+/** The query parameters that name TLS: a socket has none, as in libpq. */
+const TLS_PARAMETERS = ['sslmode', 'ssl', 'sslrootcert']
+
+/** A comma-separated list, its empty entries undefined (libpq's default for each). */
+const list = (text: string | null) => (text === null || text === '' ? undefined : text.split(',').map((entry) => entry || undefined))
+
 /**
- * DATABASE_URL read as libpq reads it where postgres.js does not: options for an IPv6 host, a
- * `host` in the query (a socket's directory when it begins with `/`) and a `port` there. Every
- * other URL is handed on as it is, for postgres.js to read (PGHOST and the other variables
- * included). `url` must parse (config.ts refuses one that does not).
+ * DATABASE_URL read as libpq reads it where postgres.js does not: an IPv6 host, a host written
+ * with escapes (`%2Fvar%2Frun%2Fpostgresql`, a socket's directory), and `host` and `port` in the
+ * query (comma-separated for several hosts, one port for all or one each, an empty one the
+ * default), where a directory names PostgreSQL's socket. Every other URL is handed on as it is,
+ * for postgres.js to read (PGHOST and the other variables included). `url` must parse (config.ts
+ * refuses one that does not).
  */
 export function connectionTarget(url: string): ConnectionTarget {
   const parsed = new URL(url)
   const database = decodeURIComponent(parsed.pathname.slice(1))
-  const queryHost = parsed.searchParams.get('host') ?? undefined
-  const queryPort = parsed.searchParams.get('port') ?? undefined
+  const query = parsed.searchParams
   const written = authorityHosts(url).map(splitHost)
-  const ipv6 = written.some(([host]) => host.includes(':'))
-  if (queryHost === undefined && queryPort === undefined && !ipv6) {
+  const ownForm = query.has('host') || query.has('port') || written.some(([host]) => host.includes(':') || host.includes('%'))
+  if (!ownForm) {
     return { url, options: {}, description: `PostgreSQL at ${parsed.hostname}:${parsed.port || DEFAULT_PORT}${parsed.pathname}` }
   }
-  parsed.searchParams.delete('host')
-  parsed.searchParams.delete('port')
-  const port = Number(queryPort ?? written[0]?.[1] ?? DEFAULT_PORT)
-  if (queryHost?.startsWith('/')) {
+  // Given in the query, even empty (the default then), they replace the authority's.
+  const queryHosts = query.has('host') ? (list(query.get('host')) ?? [undefined]) : undefined
+  const queryPorts = query.has('port') ? (list(query.get('port')) ?? [undefined]) : undefined
+  query.delete('host')
+  query.delete('port')
+  const hosts: string[] = queryHosts ? queryHosts.map((host) => host ?? 'localhost') : written.length ? written.map(([host]) => decodeURIComponent(host) || 'localhost') : ['localhost']
+  const ownPorts = queryHosts ? [] : written.map(([, port]) => port)
+  const portOf = (i: number) => Number((queryPorts ? queryPorts[queryPorts.length === 1 ? 0 : i] : ownPorts[i]) ?? DEFAULT_PORT)
+  if (hosts.length === 1 && hosts[0]!.startsWith('/')) {
+    const directory = hosts[0]!.replace(/\/$/, '')
+    for (const name of TLS_PARAMETERS) query.delete(name)
     return {
       url: parsed.toString(),
-      options: { path: `${queryHost.replace(/\/$/, '')}/.s.PGSQL.${port}` },
-      description: `PostgreSQL at the socket in ${queryHost} (port ${port}), database ${database || '(the user\'s)'}`,
+      options: { path: `${directory}/.s.PGSQL.${portOf(0)}` },
+      description: `PostgreSQL at the socket in ${directory} (port ${portOf(0)}), database ${database || "(the user's)"}`,
     }
   }
-  const hosts = queryHost !== undefined ? [[queryHost, undefined] as const] : written.length ? written : [['localhost', undefined] as const]
-  const options = {
-    host: hosts.map(([host]) => host),
-    port: hosts.map(([, own]) => Number(queryPort ?? own ?? DEFAULT_PORT)),
-  }
+  const options = { host: hosts, port: hosts.map((_, i) => portOf(i)) }
   const shown = options.host.map((host, i) => `${host.includes(':') ? `[${host}]` : host}:${options.port[i]}`).join(',')
   return { url: parsed.toString(), options, description: `PostgreSQL at ${shown}/${database}` }
 }
