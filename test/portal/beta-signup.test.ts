@@ -119,7 +119,7 @@ t.test('every answer at a tester page is noindex: a refused form, a 405 and a 40
     ['the join page written with an escape, a method it does not allow', { method: 'PUT' as const, url: '/beta/jo%69n?token=x' }],
     ['the join page written with an escape, a token with a character no token has', { url: '/beta/jo%69n?token=x!' }],
     ['the feedback form, a method it does not allow', { method: 'DELETE' as const, url: '/beta/feedback' }],
-    ['the signup page, a query that does not decode', { url: `${signup}?%ZZ=1` }],
+    ['the signup page, an If-None-Match past its bound', { url: signup, headers: { 'if-none-match': `"${'x'.repeat(2000)}"` } }],
     ['a signup page of no program', { url: `/portal/${project.id}/beta/no-such-program` }],
   ] as const) {
     const res = await call(t, app, request)
