@@ -286,7 +286,10 @@ export const idempotency_keys = pgTable(
      * deploy) replays a retry sent byte for byte.
      */
     request_hash: text('request_hash').notNull(),
-    /** SHA-256 of the request as a value (http/idempotency.ts); null for a key an earlier version stored. */
+    /**
+     * SHA-256 of the request as a value, bound to request_hash (http/idempotency.ts, boundValue);
+     * null for a key an earlier version stored.
+     */
     request_value_hash: text('request_value_hash'),
     state: text('state', { enum: ['in_progress', 'done'] }).notNull().default('in_progress'),
     response_status: integer('response_status'),

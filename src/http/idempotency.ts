@@ -65,8 +65,16 @@ const requestHashes = (request: FastifyRequest): RequestHashes => ({
   value: sha256(canonicalJson([request.method, request.routeOptions.url, request.params, request.query, request.body ?? null])),
 })
 
+/**
+ * The value's hash as stored: bound to the `sent` hash stored beside it. A version before 1.2.6
+ * that takes over an expired key rewrites `request_hash` and leaves this column as it was; bound,
+ * the stale value no longer matches, where it replayed the earlier request's answer to another
+ * request (found by a review).
+ */
+const boundValue = (hashes: RequestHashes) => sha256(`${hashes.value} ${hashes.sent}`)
+
 const sameRequest = (stored: { request_hash: string; request_value_hash: string | null }, hashes: RequestHashes) =>
-  stored.request_hash === hashes.sent || stored.request_value_hash === hashes.value
+  stored.request_hash === hashes.sent || stored.request_value_hash === boundValue({ value: hashes.value, sent: stored.request_hash })
 
 export function registerIdempotency(app: FastifyInstance): void {
   // After authentication and validation, before the handler (which runs through answerIdempotently).
@@ -227,7 +235,7 @@ export async function answerIdempotently(
     if (result.status >= 200 && result.status < 300 && payload !== undefined) {
       const location = reply.getHeader('location')
       const stored = secret ? withoutSecret(result.body) : payload
-      await repo.save(scope, key, hashes, { status: result.status, location: typeof location === 'string' ? location : undefined, body: stored })
+      await repo.save(scope, key, { sent: hashes.sent, value: boundValue(hashes) }, { status: result.status, location: typeof location === 'string' ? location : undefined, body: stored })
     }
     return { status: result.status, payload }
   })

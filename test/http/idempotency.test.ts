@@ -68,6 +68,20 @@ t.test('a key is stored as versions before 1.2.6 compare it, and a key they stor
   t.equal(other.status, 422, 'and another request is still another')
 })
 
+t.test("a key such a version took over after its 24 hours is that version's request's, not the first one's", async (t) => {
+  // Taking over an expired key, it rewrites request_hash and the answer and leaves
+  // request_value_hash as it was: the first request, sent again, was replayed the other's answer.
+  const app = await testApp()
+  const { key, id } = await createProject()
+  const first = { title: 'First', body: 'f' }
+  await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: first, headers: { 'idempotency-key': 'taken-over' } })
+  const { db } = await testDatabase()
+  const otherSent = createHash('sha256').update(`POST /v1/changelog\n${JSON.stringify({ title: 'Other', body: 'o' })}`).digest('hex')
+  await db.execute(sql`update idempotency_keys set request_hash = ${otherSent}, response_body = '{"taken":"over"}' where scope = ${id} and key = 'taken-over'`)
+  const again = await call(t, app, { method: 'POST', url: '/v1/changelog', key, body: first, headers: { 'idempotency-key': 'taken-over' } })
+  t.same([again.status, again.json.code], [422, 'idempotency_key_reused'])
+})
+
 t.test('the same key with another body is 422; concurrent duplicates write one row', async (t) => {
   const app = await testApp()
   const { key } = await createProject()

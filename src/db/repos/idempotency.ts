@@ -5,7 +5,7 @@ import { idempotency_keys } from '../schema.js'
 
 export type IdempotencyRecord = typeof idempotency_keys.$inferSelect
 
-/** A request's hashes, as stored with its key (http/idempotency.ts, requestHashes). */
+/** A request's hashes (http/idempotency.ts, requestHashes); stored with its key, the value's bound to the other. */
 export interface RequestHashes {
   sent: string
   value: string
