@@ -1,6 +1,7 @@
 // The only reader of process.env. Values are parsed once, checked, and frozen; a bad value
 // stops the process at start-up instead of surfacing as a strange failure later.
 import { isIP } from 'node:net'
+import { connectionTarget, TargetError } from './db/target.js'
 
 /**
  * A problem the operator fixes in the environment (a bad setting, a busy port, a data directory
@@ -205,6 +206,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Never repeated in the message: it holds the password (a stack trace of the parser printed it).
   if (databaseUrl && !URL.canParse(databaseUrl)) {
     throw new SetupError('DATABASE_URL is not a valid URL (a password\'s /, # or @ must be percent-encoded, a port be at most 65535, and several hosts come without ports): fix it.')
+  }
+  try {
+    if (databaseUrl) connectionTarget(databaseUrl)
+  } catch (error) {
+    if (!(error instanceof TargetError)) throw error
+    throw new SetupError(`DATABASE_URL cannot be read as libpq reads it: ${error.message}. Fix it.`)
   }
   const logLevel = (env.LOG_LEVEL || defaults.logLevel) as Config['logLevel']
   if (!LOG_LEVELS.includes(logLevel)) throw new SetupError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}: fix or unset it.`)

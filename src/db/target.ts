@@ -29,19 +29,31 @@ function splitHost(written: string): [string, string | undefined] {
   return colon < 0 ? [written, undefined] : [written.slice(0, colon), written.slice(colon + 1) || undefined]
 }
 
-/** The query parameters that name TLS: a socket has none, as in libpq. */
-const TLS_PARAMETERS = ['sslmode', 'ssl', 'sslrootcert']
+/** The query parameters about TLS: a socket has none, as in libpq. */
+const TLS_PARAMETERS = ['sslmode', 'ssl', 'sslrootcert', 'sslcert', 'sslkey', 'sslpassword', 'sslcrl', 'sslnegotiation']
 
 /** A comma-separated list, its empty entries undefined (libpq's default for each). */
-const list = (text: string | null) => (text === null || text === '' ? undefined : text.split(',').map((entry) => entry || undefined))
+const list = (text: string | null) => (text === null || text === '' ? [undefined] : text.split(',').map((entry) => entry || undefined))
+
+/** Why DATABASE_URL cannot be read; config.ts says so in one line. */
+export class TargetError extends Error {}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    throw new TargetError('a host holds an escape that does not decode')
+  }
+}
 
 /**
  * DATABASE_URL read as libpq reads it where postgres.js does not: an IPv6 host, a host written
  * with escapes (`%2Fvar%2Frun%2Fpostgresql`, a socket's directory), and `host` and `port` in the
- * query (comma-separated for several hosts, one port for all or one each, an empty one the
- * default), where a directory names PostgreSQL's socket. Every other URL is handed on as it is,
- * for postgres.js to read (PGHOST and the other variables included). `url` must parse (config.ts
- * refuses one that does not).
+ * query, each replacing its own list from before the path (comma-separated: one port for all
+ * hosts or one each, an empty one the default), where a directory names PostgreSQL's socket.
+ * Every other URL is handed on as it is, for postgres.js to read (PGHOST and the other variables
+ * included). `url` must parse (config.ts refuses one that does not); TargetError for the forms
+ * libpq refuses too, or that one socket cannot be (a directory among several hosts).
  */
 export function connectionTarget(url: string): ConnectionTarget {
   const parsed = new URL(url)
@@ -52,15 +64,15 @@ export function connectionTarget(url: string): ConnectionTarget {
   if (!ownForm) {
     return { url, options: {}, description: `PostgreSQL at ${parsed.hostname}:${parsed.port || DEFAULT_PORT}${parsed.pathname}` }
   }
-  // Given in the query, even empty (the default then), they replace the authority's.
-  const queryHosts = query.has('host') ? (list(query.get('host')) ?? [undefined]) : undefined
-  const queryPorts = query.has('port') ? (list(query.get('port')) ?? [undefined]) : undefined
+  const hosts = (query.has('host') ? list(query.get('host')) : written.length ? written.map(([host]) => decoded(host) || undefined) : [undefined]).map((host) => host ?? 'localhost')
+  const ports = query.has('port') ? list(query.get('port')) : written.map(([, port]) => port)
   query.delete('host')
   query.delete('port')
-  const hosts: string[] = queryHosts ? queryHosts.map((host) => host ?? 'localhost') : written.length ? written.map(([host]) => decodeURIComponent(host) || 'localhost') : ['localhost']
-  const ownPorts = queryHosts ? [] : written.map(([, port]) => port)
-  const portOf = (i: number) => Number((queryPorts ? queryPorts[queryPorts.length === 1 ? 0 : i] : ownPorts[i]) ?? DEFAULT_PORT)
-  if (hosts.length === 1 && hosts[0]!.startsWith('/')) {
+  if (ports.length > 1 && ports.length !== hosts.length) throw new TargetError(`${hosts.length} hosts and ${ports.length} ports: give one port, or one for each host`)
+  const portOf = (i: number) => Number(ports[ports.length === 1 ? 0 : i] ?? DEFAULT_PORT)
+  const sockets = hosts.filter((host) => host.startsWith('/'))
+  if (sockets.length && hosts.length > 1) throw new TargetError("a socket's directory among several hosts: give it alone")
+  if (sockets.length) {
     const directory = hosts[0]!.replace(/\/$/, '')
     for (const name of TLS_PARAMETERS) query.delete(name)
     return {

@@ -34,4 +34,8 @@ t.test('more of the forms libpq reads: empty ports, lists in the query, a socket
   t.same(connectionTarget('postgres://u@x/app?host=a,b&port=5433,5434').options, { host: ['a', 'b'], port: [5433, 5434] }, 'a port each')
   t.same(connectionTarget('postgres://u@x/app?host=a,b&port=5433').options, { host: ['a', 'b'], port: [5433, 5433] }, 'one port for all')
   t.same(connectionTarget('postgresql://u@%2Fvar%2Frun%2Fpostgresql/app').options, { path: '/var/run/postgresql/.s.PGSQL.5432' }, "the socket's directory, escaped in the host")
+  // The query's host replaces the hosts only: the port before the path stays, as in libpq (found by a review).
+  t.same(connectionTarget('postgresql://u@localhost:6000/app?host=/var/run/postgresql').options, { path: '/var/run/postgresql/.s.PGSQL.6000' })
+  t.same(connectionTarget('postgresql://u@ignored:6000/app?host=127.0.0.1').options, { host: ['127.0.0.1'], port: [6000] })
+  t.same(connectionTarget('postgresql://u@x/app?host=/tmp/&sslcert=c.pem&sslkey=k.pem').url, 'postgresql://u@x/app', 'no TLS parameter over a socket')
 })
