@@ -53,12 +53,14 @@ const listening = (server: NetServer, host: string, port: number) =>
   })
 
 /**
- * Each address once: an IPv4-mapped IPv6 address is its IPv4 one, and `::` (every address of
- * both families) takes in `0.0.0.0`; either pair would ask for one port twice.
+ * Each address once: an IPv4-mapped IPv6 address is its IPv4 one, `::` (every address of both
+ * families) takes in every other, and `0.0.0.0` every IPv4 one; any such pair would ask for one
+ * port twice.
  */
 function distinct(addresses: string[]): string[] {
-  const plain = addresses.map((address) => address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, '$1'))
-  return [...new Set(plain)].filter((address, _, all) => !(address === '0.0.0.0' && all.includes('::')))
+  const plain = [...new Set(addresses.map((address) => address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, '$1')))]
+  if (plain.includes('::')) return ['::']
+  return plain.includes('0.0.0.0') ? ['0.0.0.0', ...plain.filter((address) => isIP(address) === 6)] : plain
 }
 
 /**

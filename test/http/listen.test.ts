@@ -71,6 +71,12 @@ t.test('an address this machine lacks is passed over with a warning, first or no
   t.equal((app.server.address() as AddressInfo).address, '127.0.0.1', 'the first address it has')
   t.notOk(lines.some((line) => /listening at http:\/\/\[::ffff/.test(line.msg)), 'an IPv4-mapped address is its IPv4 one, listened on once')
 
+  const { app: wild } = await appWithLog()
+  t.teardown(() => wild.close())
+  const stopWild = await listenOnHost(wild, 'everywhere', 0, async () => ['127.0.0.1', '0.0.0.0'])
+  t.teardown(stopWild)
+  t.equal((wild.server.address() as AddressInfo).address, '0.0.0.0', 'every IPv4 address takes in one of them: listened on once')
+
   const { app: none } = await appWithLog()
   t.teardown(() => none.close())
   await t.rejects(listenOnHost(none, 'elsewhere', 0, async () => [ABSENT]), { code: 'EADDRNOTAVAIL' }, 'none of its addresses: the start stops')

@@ -337,19 +337,26 @@ t.test('retry-in-pipeline: a retried autocommit write never runs inside a transa
   const load = [...Array(6)].map(writes).concat([...Array(2)].map(rolledBack))
   // Each change comes after 20 more writes were answered, however fast the cores are (it came
   // after 100 ms, in which a busy machine answered too few: CI saw 85 writes in all).
-  const answered = async (more: number) => {
+  // Writes that stop being answered fail here, by name, not at tap's timeout (as the other tests' 20 s).
+  const answered = async (more: number): Promise<boolean> => {
     const target = acknowledged.length + more
-    while (acknowledged.length < target) await new Promise((resolve) => setTimeout(resolve, 5))
+    const giveUp = Date.now() + 20_000
+    while (acknowledged.length < target && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 5))
+    return acknowledged.length >= target
   }
   for (const collation of ['C', 'default', 'C', 'default', 'C', 'default']) {
-    await answered(20)
+    if (!(await answered(20))) {
+      stop = true
+      return void t.fail(`before the change to ${collation}: writes stopped being answered`)
+    }
     await admin.begin(async (tx) => {
       await tx.unsafe(`alter table li alter column id set data type text collate "${collation}"`)
       await tx.unsafe(`alter table lt alter column id set data type text collate "${collation}"`)
     })
   }
-  await answered(20)
+  const lastAnswered = await answered(20)
   stop = true
+  if (!lastAnswered) return void t.fail('after the last change: writes stopped being answered')
   await Promise.all(load)
   const stored = new Set((await admin<{ id: string }[]>`select id from li`).map((r) => r.id))
   t.same(acknowledged.filter((id) => !stored.has(id)), [], `every acknowledged write is stored (${acknowledged.length})`)

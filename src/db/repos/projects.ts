@@ -243,11 +243,11 @@ export function projectsRepo(db: Database) {
         )
         select u.key_hash, w.key_hash is not null as written,
           k.last_used_at is null or k.last_used_at <= u.used_at - interval '1 minute' as due,
+          -- When the row's minute is over, and when a use would be a minute after the stored one.
           greatest(
             case when k.last_used_written_at > now() - interval '1 minute'
               then ceil(extract(epoch from k.last_used_written_at + interval '1 minute' - now()) * 1000)::int
-              else ${HELD_ROW_RETRY_MS}::int end,
-            -- Not due: when a use would be a minute after the stored one.
+              else 0 end,
             case when k.last_used_at > u.used_at - interval '1 minute'
               then ceil(extract(epoch from k.last_used_at + interval '1 minute' - now()) * 1000)::int
               else 0 end
@@ -258,7 +258,8 @@ export function projectsRepo(db: Database) {
       const held = (r: { key_hash: string; in_ms: number }) => ({ keyHash: r.key_hash, inMs: Math.max(0, Number(r.in_ms)) })
       return {
         written: rows.filter((r) => r.written).map((r) => r.key_hash),
-        pending: rows.filter((r) => !r.written && r.due).map(held),
+        // Due, its minute over, and not written: another writer held the row (SKIP LOCKED).
+        pending: rows.filter((r) => !r.written && r.due).map((r) => ({ keyHash: r.key_hash, inMs: Number(r.in_ms) > 0 ? Number(r.in_ms) : HELD_ROW_RETRY_MS })),
         notDue: rows.filter((r) => !r.due).map(held),
       }
     },
