@@ -38,6 +38,16 @@ t.test('the statement deadline follows the statement timeout, and must exceed it
   t.equal(loadConfig({}).dbStatementDeadlineMs, defaults.dbStatementDeadlineMs)
 })
 
+/** What loadConfig throws for `env`, if anything. */
+function refusalOf(env: Record<string, string>): Error | undefined {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    return error as Error
+  }
+  return undefined
+}
+
 t.test('bad values stop the start with a message naming the variable', async (t) => {
   const bad: Record<string, string> = {
     PORT: 'eighty',
@@ -60,13 +70,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
   for (const value of ['1e3', '0x1F4', ' 80', '80 ']) t.throws(() => loadConfig({ PORT: value }), /PORT must be an integer/, `PORT=${JSON.stringify(value)}`)
   t.equal(loadConfig({ PORT: '00000000000000080' }).port, 80, 'leading zeros are digits too')
   for (const url of ['postgres://app:s3cret/pw@db:5432/app', 'postgres://app:s3cret#x@db/app', 'postgres://db:99999/app', 'postgres://a:b@[bad/x', 'postgres://app:s3cret@db1:5432,db2:5432/app']) {
-    const refusal = (() => {
-      try {
-        loadConfig({ DATABASE_URL: url })
-      } catch (error) {
-        return error as Error
-      }
-    })()
+    const refusal = refusalOf({ DATABASE_URL: url })
     t.ok(refusal instanceof SetupError, `${url.replace('s3cret', '…')}: one line (a SetupError)`)
     t.match(refusal?.message, /^DATABASE_URL is not a valid URL/)
     t.notMatch(refusal?.message, /s3cret|app:/, 'without the URL, which holds the password')
@@ -78,13 +82,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     ['postgres://app:s3cret@x/app?host=a,b,c&port=1,2', /3 hosts and 2 ports/],
     ['postgres://app:s3cret@x/app?host=/tmp,/var/run/postgresql', /among several hosts/],
   ] as const) {
-    const refusal = (() => {
-      try {
-        loadConfig({ DATABASE_URL: url })
-      } catch (error) {
-        return error as Error
-      }
-    })()
+    const refusal = refusalOf({ DATABASE_URL: url })
     t.ok(refusal instanceof SetupError, `${url.replace('s3cret', '…')}: one line (a SetupError)`)
     t.match(refusal?.message, why)
     t.notMatch(refusal?.message, /s3cret/, 'without the password')
