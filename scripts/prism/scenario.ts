@@ -444,8 +444,8 @@ async function disableAsTheDispatcherWould(database: DbHandle, endpointId: strin
 
 /** Holds an Idempotency-Key the way a first request still running holds it. */
 async function claimInFlight(repos: ReturnType<typeof makeRepos>, projectId: string, key: string, path: string, body: unknown): Promise<void> {
-  // The hash the server stored keys under before it read the request as a JSON value
-  // (src/http/idempotency.ts, sentHash): a key still running answers 409 whatever its hash.
+  // The request as sent, as the server hashes it (src/http/idempotency.ts, requestHashes' `sent`):
+  // a key still running answers 409 whatever its hash.
   const hash = createHash('sha256').update(`POST ${path}\n${JSON.stringify(body)}`).digest('hex')
   const claimed = await repos.idempotency.claim(projectId, key, hash)
   if (claimed !== true) throw new Error(`could not claim Idempotency-Key ${key}`)

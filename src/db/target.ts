@@ -1,7 +1,8 @@
-// Where DATABASE_URL says to connect, for the two forms of libpq's URLs that postgres.js reads
+// Where DATABASE_URL says to connect, for the forms of libpq's URLs that postgres.js reads
 // otherwise: an IPv6 address (`postgres://u@[::1]:5432/db`), which it split at the address's
-// first colon, and a `host` (with `port`) in the query (`postgresql:///db?host=/var/run/postgresql`,
-// a socket's directory), which it sent to PostgreSQL as settings, refused at connect.
+// first colon; a `host` or `port` in the query (`postgresql:///db?host=/var/run/postgresql`, a
+// socket's directory), which it sent to PostgreSQL as settings, refused at connect; and a host
+// written with escapes.
 
 /** What postgres.js is given: the URL without `host` and `port` in its query, and the options that stand for them. */
 export interface ConnectionTarget {

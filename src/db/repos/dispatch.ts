@@ -7,7 +7,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import { eventJson } from '../../webhooks/event-record.js'
 import type { Database } from '../client.js'
 import { rowsOf } from '../results.js'
-import { EVENT_RETENTION } from './outbox.js'
+import { inEventWindow } from './outbox.js'
 import { eventInScope } from './scope.js'
 
 /** What an attempt needs, claimed for this instance until `claimedAt + lease`. */
@@ -154,7 +154,7 @@ export function claimQuery(options: ClaimOptions, token: string): SQL {
         where d.endpoint_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
           and (d.claimed_until is null or d.claimed_until <= now()) and ${projectSends}
           -- An event gone from the log (pruned or not yet) is sent no more: its time is its delivery's.
-          and d.created_at > now() - ${EVENT_RETENTION}
+          and ${inEventWindow(sql.raw('d.created_at'))}
         order by d.next_attempt_at
         limit greatest(least(r.endpoint_limit - r.endpoint_busy, ${options.perProject}::int - r.project_busy), case when r.endpoint_busy = 0 then 1 else 0 end)
       ) d

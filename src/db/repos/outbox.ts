@@ -13,6 +13,13 @@ import { events } from '../schema.js'
 export const EVENT_RETENTION = sql.raw(`interval '${EVENT_LOG_DAYS} days'`)
 
 /**
+ * Whether a row of that time is in the event log's window: an event, or a delivery, whose time is
+ * its event's (insertDeliveries writes it so). What is older is invisible to the API and never
+ * sent, pruned or not.
+ */
+export const inEventWindow = (createdAt: SQLWrapper) => sql`${createdAt} > now() - ${EVENT_RETENTION}`
+
+/**
  * A delivery id (`wd_` and 21 characters, as domain/ids.ts shapes them) made by the database, one
  * per endpoint row: the subquery names the row, so it runs again for each. Not a secret.
  */

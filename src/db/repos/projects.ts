@@ -255,12 +255,13 @@ export function projectsRepo(db: Database) {
         from used u join ${api_keys} k on k.key_hash = u.key_hash left join written w on w.key_hash = u.key_hash
         where k.last_used_at is null or k.last_used_at < u.used_at`)
       const rows = rowsOf<{ key_hash: string; written: boolean; due: boolean; in_ms: number }>(result)
-      const held = (r: { key_hash: string; in_ms: number }) => ({ keyHash: r.key_hash, inMs: Math.max(0, Number(r.in_ms)) })
+      /** Held until in_ms, or `atLeast` when that has passed. */
+      const heldFor = (atLeast: number) => (r: { key_hash: string; in_ms: number }) => ({ keyHash: r.key_hash, inMs: Number(r.in_ms) > 0 ? Number(r.in_ms) : atLeast })
       return {
         written: rows.filter((r) => r.written).map((r) => r.key_hash),
         // Due, its minute over, and not written: another writer held the row (SKIP LOCKED).
-        pending: rows.filter((r) => !r.written && r.due).map((r) => ({ keyHash: r.key_hash, inMs: Number(r.in_ms) > 0 ? Number(r.in_ms) : HELD_ROW_RETRY_MS })),
-        notDue: rows.filter((r) => !r.due).map(held),
+        pending: rows.filter((r) => !r.written && r.due).map(heldFor(HELD_ROW_RETRY_MS)),
+        notDue: rows.filter((r) => !r.due).map(heldFor(0)),
       }
     },
 

@@ -9,7 +9,7 @@ import { parkDeliveries, unparkDeliveries } from './dispatch.js'
 import { entityTagOf, tagMatches, tagSatisfies, type Precondition } from './etag.js'
 import { descNullsLast } from './order.js'
 import { largeValue, pageWithin, type PageRead, type Reserve } from './large-values.js'
-import { EVENT_RETENTION } from './outbox.js'
+import { inEventWindow } from './outbox.js'
 import { pageValues, rowsAfter, type PageOptions } from './page.js'
 import { eventInScope, projectIdOf, type ProjectScope } from './scope.js'
 import { rowsOf } from '../results.js'
@@ -124,13 +124,13 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
   // is a constant of the query, so PostgreSQL checks it once (an InitPlan), not once a row.
   const endpointExists = (scope: ProjectScope, endpointId: string) =>
     exists(db.select({ id: e.id }).from(e).where(ofProject(scope, endpointId)))
-  // Older events are invisible to the API, pruned or not.
-  const inEventWindow = sql`${events.created_at} > now() - ${EVENT_RETENTION}`
-  // And so are their deliveries, whose time is their event's (outbox.ts): a delivery of an event
-  // gone from the log was listed, and its retry sent the event again, until pruning (found by a review).
-  const deliveryInEventWindow = sql`${d.created_at} > now() - ${EVENT_RETENTION}`
+  // Older events are invisible to the API, pruned or not, and so are their deliveries: a delivery
+  // of an event gone from the log was listed, and its retry sent the event again, until pruning
+  // (found by a review).
+  const eventInWindow = inEventWindow(events.created_at)
+  const deliveryInWindow = inEventWindow(d.created_at)
   const deliveryOf = (scope: ProjectScope, endpointId: string, id: string) =>
-    and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id), deliveryInEventWindow, endpointExists(scope, endpointId))
+    and(eq(d.project_id, projectIdOf(scope)), eq(d.endpoint_id, endpointId), eq(d.id, id), deliveryInWindow, endpointExists(scope, endpointId))
   // An event of the beta area is shown while the project has the beta feature.
   const shownEvent = (scope: ProjectScope) => eventInScope(events.type, sql`${projectIdOf(scope)}`)
 
@@ -156,7 +156,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
           eq(d.endpoint_id, endpointId),
           eq(d.project_id, projectIdOf(scope)),
           endpointExists(scope, endpointId),
-          deliveryInEventWindow,
+          deliveryInWindow,
           options.status ? eq(d.status, options.status) : undefined,
           rowsAfter(d.created_at, d.id, page.after),
         ),
@@ -178,7 +178,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
         and(
           eq(events.project_id, projectIdOf(scope)),
           options.type ? eq(events.type, options.type) : undefined,
-          inEventWindow,
+          eventInWindow,
           shownEvent(scope),
           rowsAfter(events.created_at, events.id, page.after),
         ),
@@ -412,7 +412,7 @@ export function webhooksRepo(db: Database, inTransaction: { due(): void } | unde
       const [row] = await db
         .select(eventColumns)
         .from(events)
-        .where(and(eq(events.project_id, projectIdOf(scope)), eq(events.id, id), inEventWindow, shownEvent(scope)))
+        .where(and(eq(events.project_id, projectIdOf(scope)), eq(events.id, id), eventInWindow, shownEvent(scope)))
       return row
     },
   }
