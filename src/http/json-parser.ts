@@ -127,7 +127,8 @@ export function registerJsonParser(app: FastifyInstance, bodyLimit: number): voi
   // that way, and the conventions say an action's body may be omitted. It is read until its
   // first byte, which makes it a 415, or its end, which makes it no body.
   app.addContentTypeParser('*', (request, payload, done) => {
-    if (request.headers['content-type'] !== undefined) return done(notJson(), undefined)
+    const refusal = () => (isPortal(request) ? notForm() : notJson())
+    if (request.headers['content-type'] !== undefined) return done(refusal(), undefined)
     let settled = false
     const settle = (error: Error | null) => {
       if (settled) return
@@ -135,7 +136,7 @@ export function registerJsonParser(app: FastifyInstance, bodyLimit: number): voi
       payload.removeListener('data', onData)
       done(error, undefined)
     }
-    const onData = (chunk: Buffer) => chunk.length > 0 && settle(notJson())
+    const onData = (chunk: Buffer) => chunk.length > 0 && settle(refusal())
     payload.on('data', onData)
     payload.once('end', () => settle(null))
     payload.once('error', (error) => settle(error))

@@ -189,6 +189,13 @@ t.test('form posts: a bad form is 400, JSON is 415, and /v1 still refuses forms'
   const json = await call(t, app, { method: 'POST', url: '/beta/join', body: { token, action: 'accept' } })
   t.equal(json.status, 415)
   t.equal(json.json.code, 'unsupported_media_type')
+  t.match(json.json.detail, /application\/x-www-form-urlencoded/)
+  // What else a browser's form may send: the message names the form's type, not JSON.
+  for (const type of ['multipart/form-data; boundary=x', 'text/plain']) {
+    const other = await call(t, app, { method: 'POST', url: '/beta/join', body: `token=${token}&action=accept`, headers: { 'content-type': type } })
+    t.equal(other.status, 415, type)
+    t.match(other.json.detail, /application\/x-www-form-urlencoded/, type)
+  }
   const v1 = await call(t, app, { method: 'PATCH', url: testerUrl, key, body: form({ status: 'revoked' }), headers: FORM })
   t.equal(v1.status, 415)
   t.equal((await call(t, app, { url: testerUrl, key })).json.data.status, 'invited')
