@@ -87,7 +87,9 @@ export interface paths {
          * Enroll a tester
          * @description Enrolls a tester by email. The email is trimmed, validated (at most 254 characters, one
          *     `@`, a dot in the domain) and stored lowercased, in Unicode's composed form (NFC: `ö`
-         *     typed as `o` and a combining diaeresis is stored as `ö`). Enrollment is idempotent on
+         *     typed as `o` and a combining diaeresis is stored as `ö`). The 254 characters bound the
+         *     stored form too: an email that lowercasing or NFC makes longer (`İ` becomes two
+         *     characters, and so does `क़`, U+0958) is `400`. Enrollment is idempotent on
          *     the email so stored, within the program: a new email answers `201` with a new tester
          *     (`source: invite`, `status: invited`, a fresh `token`); an email already on the program
          *     answers `200` with the existing record unchanged, whatever its status. Concurrent
@@ -1063,8 +1065,8 @@ export interface paths {
          * @description Creates a tester with `source: public`, `status: joined`, `joined_at` and an
          *     `end_user_id` at once, and answers `201` with the access details and the tester's
          *     personal join link (to come back and send feedback). The email is trimmed, validated
-         *     like enrollment's (at most 254 characters, one `@`, a dot in the domain; `400` with the
-         *     form otherwise) and stored lowercased, in NFC. Idempotent on the email like enrollment: an
+         *     like enrollment's (at most 254 characters as sent and as stored, one `@`, a dot in the
+         *     domain; `400` with the form otherwise) and stored lowercased, in NFC. Idempotent on the email like enrollment: an
          *     email already on the program, whatever its status, answers `200` with a page that shows
          *     nothing of that tester (anyone can type any email). The service sends no email, so
          *     whoever signs up an address gets its link. Each client address may sign up at most 10
@@ -1600,7 +1602,8 @@ export interface components {
         BetaTesterEnroll: {
             /**
              * @description Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored
-             *     lowercased, in Unicode's composed form (NFC).
+             *     lowercased, in Unicode's composed form (NFC); an email that this makes longer than
+             *     254 characters is `400`.
              */
             email: string;
         };
@@ -1738,8 +1741,8 @@ export interface components {
         /**
          * @description Up to 10 labels of 1 to 32 characters after trimming, counted as sent (a label typed
          *     decomposed counts its combining marks). Stored trimmed, lowercased, in Unicode's
-         *     composed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32
-         *     characters (`İ` becomes two) is `400`.
+         *     composed form (NFC) and de-duplicated in first-seen order; a label that lowercasing or NFC
+         *     makes longer than 32 characters (`İ` becomes two, and so does `क़`, U+0958) is `400`.
          */
         ChangelogLabels: string[];
         ChangelogEntryCreate: {
@@ -2778,8 +2781,8 @@ export interface components {
          * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
          *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
          *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
-         *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
-         *     32 characters, gives an empty list.
+         *     the NUL character. A label no entry has, such as one that lowercasing or NFC makes
+         *     longer than 32 characters, gives an empty list.
          */
         LabelQuery: string;
         /** @description A beta program id (`bp_...`). Any other value is `404`. */
@@ -3577,8 +3580,8 @@ export interface operations {
                  * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
-                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
-                 *     32 characters, gives an empty list.
+                 *     the NUL character. A label no entry has, such as one that lowercasing or NFC makes
+                 *     longer than 32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
                 /** @description Return content in this locale where a translation exists (matched ignoring case). */
@@ -5410,8 +5413,8 @@ export interface operations {
                  * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
-                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
-                 *     32 characters, gives an empty list.
+                 *     the NUL character. A label no entry has, such as one that lowercasing or NFC makes
+                 *     longer than 32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
                 /** @description Page size, 1 to 100. */
@@ -5513,8 +5516,8 @@ export interface operations {
                  * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
-                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
-                 *     32 characters, gives an empty list.
+                 *     the NUL character. A label no entry has, such as one that lowercasing or NFC makes
+                 *     longer than 32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
             };
@@ -5574,8 +5577,8 @@ export interface operations {
                  * @description (ext) Only entries with this one label. It is trimmed, lowercased and put in NFC as stored labels are,
                  *     so `?label=%20New%20` matches entries labelled `new`. The bounds of a label written
                  *     apply (1 to 32 characters after trimming; `400` otherwise), and it must not contain
-                 *     the NUL character. A label no entry has, such as one that lowercasing makes longer than
-                 *     32 characters, gives an empty list.
+                 *     the NUL character. A label no entry has, such as one that lowercasing or NFC makes
+                 *     longer than 32 characters, gives an empty list.
                  */
                 label?: components["parameters"]["LabelQuery"];
             };

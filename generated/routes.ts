@@ -1211,7 +1211,7 @@ export const routes: RouteSpec[] = [
             "maxLength": 1000,
             "pattern": "^\\s*(?=\\S{3,254}\\s*$)[^\\s@]+@[^\\s@.]+(?:\\.[^\\s@.]+)+\\s*$",
             "x-expected": "an email address of at most 254 characters with one @ and a dot in the domain, such as ada@example.com",
-            "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored\nlowercased, in Unicode's composed form (NFC).\n"
+            "description": "Trimmed, then at most 254 characters with one `@` and a dot in the domain. Stored\nlowercased, in Unicode's composed form (NFC); an email that this makes longer than\n254 characters is `400`.\n"
           }
         }
       },
@@ -2644,7 +2644,7 @@ export const routes: RouteSpec[] = [
           "labels": {
             "type": "array",
             "maxItems": 10,
-            "description": "Up to 10 labels of 1 to 32 characters after trimming, counted as sent (a label typed\ndecomposed counts its combining marks). Stored trimmed, lowercased, in Unicode's\ncomposed form (NFC) and de-duplicated in first-seen order; a label that lowercasing makes longer than 32\ncharacters (`İ` becomes two) is `400`.\n",
+            "description": "Up to 10 labels of 1 to 32 characters after trimming, counted as sent (a label typed\ndecomposed counts its combining marks). Stored trimmed, lowercased, in Unicode's\ncomposed form (NFC) and de-duplicated in first-seen order; a label that lowercasing or NFC\nmakes longer than 32 characters (`İ` becomes two, and so does `क़`, U+0958) is `400`.\n",
             "items": {
               "type": "string",
               "maxLength": 256,

@@ -14,8 +14,9 @@ const EMAIL = new RegExp(EMAIL_PATTERN, 'u')
  * The address as stored (trimmed, lowercased, and in Unicode's composed form NFC), or undefined
  * when `raw` is not an address. NFC: `jörg@` typed with a composed `ö` and with `o` and a
  * combining diaeresis is one address to a person, and was two testers (found by a contract
- * review; RFC 6532 §3.1 asks for NFC too). Lowercasing can lengthen a string ('İ' becomes 'i' and
- * a combining dot) past what the pattern checked, so the length is checked again once lowercased.
+ * review; RFC 6532 §3.1 asks for NFC too). Lowercasing and NFC can lengthen a string ('İ' becomes
+ * 'i' and a combining dot; U+0958 a letter and a nukta) past what the pattern checked, so the
+ * length is checked again on the stored form.
  */
 export function normaliseEmail(raw: string): string | undefined {
   if (!EMAIL.test(raw)) return undefined

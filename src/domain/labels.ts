@@ -23,10 +23,10 @@ export function normalizeLabels(labels: readonly string[]): LabelsResult {
   const seen = new Set<string>()
   for (const [index, label] of labels.entries()) {
     const normalized = normalizeLabel(label)
-    // Lowercasing can lengthen a label (`İ` becomes `i̇`, two code points); the schema checked
-    // the length as sent, so the stored value is checked again.
+    // Lowercasing and NFC can lengthen a label (`İ` becomes `i̇`, two code points, and so
+    // does U+0958); the schema checked the length as sent, so the stored value is checked again.
     if ([...normalized].length > MAX_LABEL_LENGTH) {
-      return { ok: false, index, message: `must have at most ${MAX_LABEL_LENGTH} characters once lowercased` }
+      return { ok: false, index, message: `must have at most ${MAX_LABEL_LENGTH} characters once lowercased and in NFC` }
     }
     seen.add(normalized)
   }

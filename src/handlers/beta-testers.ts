@@ -35,7 +35,7 @@ const testerId = (id: string) => {
 export const enrollBetaTester: Handler<'enrollBetaTester'> = async ({ params, body, principal }, { repos, config }) => {
   const email = normaliseEmail(body.email)
   // The schema has checked the pattern: only lowercasing can have made the address too long.
-  if (email === undefined) throw invalidField('body', '/email', `must be at most ${EMAIL_MAX_LENGTH} characters once trimmed and lowercased`)
+  if (email === undefined) throw invalidField('body', '/email', `must be at most ${EMAIL_MAX_LENGTH} characters once trimmed, lowercased and in NFC`)
   const pid = programId(params.program_id)
   const result = await repos.testers.enroll(principal.projectId, pid, email, (row) => testerRecord(row, config.publicBaseUrl))
   switch (result.outcome) {
