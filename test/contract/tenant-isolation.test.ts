@@ -2,8 +2,10 @@
 // key then calls every /v1 operation whose path holds an id, on A's ids, alone and mixed with B's
 // own ids. Each answer must be a 404 that says nothing more than a missing id of the same shape
 // would (the bodies are compared byte for byte, request_id aside), A's records must read the same
-// afterwards, and no list B reads may mention anything of A's. A /v1 path with an id that this
-// matrix cannot exercise fails the last test, so a new operation cannot slip past it.
+// afterwards, no list B reads may mention anything of A's, and nothing B reads moves when A makes
+// more of every resource (a count or a sum over every project names nothing of A's, and showed
+// only there: found by a takeover review). A /v1 path with an id that this matrix cannot exercise
+// fails the last test, so a new operation cannot slip past it.
 import t, { type Test } from 'tap'
 import { routes, type RouteSpec } from '../../generated/routes.js'
 import { makeRepos } from '../../src/db/repos/index.js'
@@ -155,21 +157,35 @@ t.test('tenant isolation across every /v1 path with an id', async (t) => {
   const paramsOf = (tenant: Tenant, path: string) =>
     Object.fromEntries(idParams(path).map((param) => [param, tenant.ids.get(collectionOf(path, param))!]))
 
-  /** GET with A's own key of everything A has: read before and after B's attempts. */
-  async function snapshot(tt: Test): Promise<Map<string, unknown>> {
+  /** GET with the tenant's own key of every /v1 read of what it has: read before and after. */
+  async function snapshot(tt: Test, tenant: Tenant): Promise<Map<string, unknown>> {
     const reads = new Map<string, unknown>()
     for (const route of routes.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/') && r.security === 'ApiKey')) {
       const params = idParams(route.path)
-      if (params.some((p) => !a.ids.has(collectionOf(route.path, p)))) continue
-      const url = fill(route.path, paramsOf(a, route.path))
+      if (params.some((p) => !tenant.ids.has(collectionOf(route.path, p)))) continue
+      const url = fill(route.path, paramsOf(tenant, route.path))
       const queries = ['', ...('locale' in ((route.schema.querystring.properties ?? {}) as Json) ? [`?locale=${TRANSLATION}`] : [])]
       for (const query of queries) {
-        const res = await call(tt, app, { url: `${url}${query}`, key: a.project.key })
-        tt.equal(res.status, 200, `A reads ${url}${query}`)
+        const res = await call(tt, app, { url: `${url}${query}`, key: tenant.project.key })
+        tt.equal(res.status, 200, `${tenant === a ? 'A' : 'B'} reads ${url}${query}`)
         reads.set(`${url}${query}`, res.json)
       }
     }
     return reads
+  }
+
+  /** One more of every resource the tenant has, parents' ids its first ones, made as the first were. */
+  async function grow(tt: Test, tenant: Tenant, tag: string): Promise<void> {
+    for (const collection of tenant.ids.keys()) {
+      const recipe = COLLECTIONS[collection]!
+      const ids = paramsOf(tenant, collection)
+      if (recipe.seed) {
+        await recipe.seed(tenant, ids, tag)
+        continue
+      }
+      const res = await call(tt, app, { method: 'POST', url: fill(collection, ids), key: tenant.project.key, body: recipe.create!(tag) })
+      tt.equal(res.status, 201, `${tag} creates another in ${collection}`)
+    }
   }
 
   await t.test('each tenant makes one of every resource', async (t) => {
@@ -184,7 +200,7 @@ t.test('tenant isolation across every /v1 path with an id', async (t) => {
     }
   })
 
-  const before = await snapshot(t)
+  const before = await snapshot(t, a)
 
   await t.test("B's key gets a 404 on A's ids, shaped exactly like a missing id", async (t) => {
     const ordered = [...isolated].sort((x, y) => (ORDER[x.method] ?? 1) - (ORDER[y.method] ?? 1))
@@ -234,7 +250,7 @@ t.test('tenant isolation across every /v1 path with an id', async (t) => {
   })
 
   await t.test("A's resources are unchanged", async (t) => {
-    const after = await snapshot(t)
+    const after = await snapshot(t, a)
     t.same([...after.keys()], [...before.keys()], 'A reads the same resources')
     for (const [url, data] of before) t.same(after.get(url), data, `${url} is unchanged`)
   })
@@ -262,6 +278,15 @@ t.test('tenant isolation across every /v1 path with an id', async (t) => {
       }
       t.ok(seenOwn, `B's own records do show in ${route.path}, so the check above is not vacuous`)
     }
+  })
+
+  await t.test("nothing B reads moves when A makes more of every resource", async (t) => {
+    const beforeB = await snapshot(t, b)
+    t.ok(beforeB.size > 0, 'B reads something')
+    await grow(t, a, `${MARKER}-more`)
+    const afterB = await snapshot(t, b)
+    t.same([...afterB.keys()], [...beforeB.keys()], 'B reads the same resources')
+    for (const [url, data] of beforeB) t.same(afterB.get(url), data, `${url} reads as it did`)
   })
 
   await t.test('every /v1 path with an id parameter is covered', async (t) => {
