@@ -3,9 +3,10 @@
 // and parsers disagree at the edges (`https://a.example%40b.example/`), so a URL must be an RFC
 // 3986 URI that the WHATWG parser (browsers, fetch) also reads, with no user info: a link like
 // `https://trusted.example@evil.example/` shows one host and opens another.
-import { fullFormats } from 'ajv-formats/dist/formats.js'
+import ajvFormats from 'ajv-formats'
 
-const isRfc3986Uri = fullFormats.uri as (value: string) => boolean
+// The package's public accessor of its `uri` check (a function in full mode), not its dist/ files.
+const isRfc3986Uri = ajvFormats.default.get('uri', 'full') as (value: string) => boolean
 
 /**
  * The URL `value` names, as browsers read it, when it is one the service accepts: an RFC 3986
