@@ -33,7 +33,7 @@ function resolveRef(ref: string): Json {
 /**
  * `x-expected` (what a value of the wrong form must be instead, in words) is kept in request
  * schemas: the validator registers it as an annotation and the error messages quote it
- * (src/http/errors.ts). Response schemas have no use for it.
+ * (src/http/field-messages.ts). Response schemas have no use for it.
  */
 const REQUEST_ANNOTATIONS = new Set(['x-expected'])
 

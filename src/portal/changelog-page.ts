@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { changelogPath, entryPath, withFilters, type ShownEntry } from './feeds.js'
 import { html, htmlDocument, LINK_COLOURS, page, SafeHtml } from './html.js'
 import { publicLink } from './links.js'
+import { sameLocale } from '../domain/locale.js'
 
 export const DEFAULT_LIMIT = 20
 
@@ -212,7 +213,7 @@ export function* changelogEntryPage(source: EntryPageSource): Generator<string> 
     atom: publicLink(source.baseUrl, withFilters(`${changelogPath(source.projectId)}.atom`, { locale: source.locale })),
     json: publicLink(source.baseUrl, withFilters(`${changelogPath(source.projectId)}.json`, { locale: source.locale })),
   }
-  const translated = source.locale !== undefined && entry.locale.toLowerCase() === source.locale.toLowerCase()
+  const translated = source.locale !== undefined && sameLocale(entry.locale, source.locale)
   const canonical = source.baseUrl === undefined ? undefined : entryHref(source.baseUrl, source.projectId, entry.id, translated ? entry.locale : undefined)
   const frame = htmlDocument(
     `${entry.title} · ${listTitle}`,

@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto'
 import type { EntryView } from '../db/repos/changelog.js'
 import { publicLink } from './links.js'
+import { localeKey } from '../domain/locale.js'
 
 /** An entry as the page and the feeds show it: the HTML of its body instead of its Markdown. */
 export type ShownEntry = Omit<EntryView, 'body' | 'status'> & { body_html: string }
@@ -96,7 +97,7 @@ export function* atomFeed(source: FeedSource): Generator<string> {
   const alternate = publicLink(source.baseUrl, withFilters(page, source))
   // A label-filtered feed is a feed of its own; without a label the id is what it always was.
   const label = source.label === undefined ? '' : `&label=${source.label}`
-  const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale?.toLowerCase() ?? ''}${label}`)
+  const feedId = uuidUrn(`${source.projectId}/changelog?locale=${source.locale === undefined ? '' : localeKey(source.locale)}${label}`)
   yield [
     '<?xml version="1.0" encoding="utf-8"?>',
     '<feed xmlns="http://www.w3.org/2005/Atom">',
