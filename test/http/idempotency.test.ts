@@ -10,6 +10,17 @@ import { sql } from 'drizzle-orm'
 import { rowsOf } from '../../src/db/results.js'
 import { ApiError } from '../../src/http/errors.js'
 import { MarkdownRenderer } from '../../src/portal/markdown-rendering.js'
+import { isIdempotencyKey } from '../../src/http/idempotency.js'
+import { AJV_OPTIONS } from '../../src/http/validation.js'
+import { spec } from '../helpers/spec-check.js'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+
+t.test("the key's rule is the spec's IdempotencyKey parameter's", async (t) => {
+  const { schema } = (spec as { components: { parameters: Record<string, { schema: object }> } }).components.parameters.IdempotencyKey!
+  const bySpec = new Ajv2020({ ...AJV_OPTIONS }).compile(schema)
+  const samples = ['', 'a', ' ', '~', 'x'.repeat(255), 'x'.repeat(256), 'é', '\x7f', '\t', 'a\u0000', '8b0c6c1e-5a55-4e0b-9d0e-1f6b6f0a1c2d', '😀']
+  for (const sample of samples) t.equal(isIdempotencyKey(sample), bySpec(sample), JSON.stringify(sample.length > 20 ? `${sample.slice(0, 5)}… (${sample.length})` : sample))
+})
 
 t.test('a retry with the same key and body replays the answer and writes nothing', async (t) => {
   const app = await testApp()
