@@ -16,7 +16,12 @@ export interface RouteSpec {
   schema: { params: JsonSchema; querystring: JsonSchema; body?: JsonSchema; response: Record<string, JsonSchema> }
   /** Set when the request body is optional (`requestBody.required` is not true). */
   bodyOptional?: true
+  /** Set when the operation is marked `x-not-implemented`: it answers 501 until its handler is written. */
+  notImplemented?: true
 }
+
+/** The operations marked `x-not-implemented: true` in openapi.yaml: each answers `501 not_implemented`. */
+export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[]
 
 /** The operations secured by an API key: the guard finds their project (a handler's `principal`). */
 export type ApiKeyOperationId = "listBetaPrograms" | "createBetaProgram" | "getBetaProgram" | "updateBetaProgram" | "deleteBetaProgram" | "listBetaTesters" | "enrollBetaTester" | "getBetaTester" | "updateBetaTester" | "deleteBetaTester" | "listBetaFeedback" | "getBetaFeedback" | "listChangelogEntries" | "createChangelogEntry" | "getChangelogEntry" | "updateChangelogEntry" | "deleteChangelogEntry" | "listWebhookEndpoints" | "createWebhookEndpoint" | "getWebhookEndpoint" | "updateWebhookEndpoint" | "deleteWebhookEndpoint" | "rotateWebhookEndpointSecret" | "testWebhookEndpoint" | "listWebhookDeliveries" | "getWebhookDelivery" | "retryWebhookDelivery" | "listEvents" | "getEvent"

@@ -1,16 +1,18 @@
 // The spec defines every route: each operation has exactly one route and handler, the server
-// has no route the spec does not describe, and operations still answering 501 are listed here.
+// has no route the spec does not describe, and operations still answering 501 are the ones the
+// spec marks x-not-implemented, with that 501 in their documents.
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
 import { routes } from '../../generated/routes.js'
 import { exportedOnce, handlerRegistry, handlers, mergedOnce, NOT_IMPLEMENTED } from '../../src/handlers/index.js'
-import { isNotImplemented } from '../../src/handlers/not-implemented.js'
+import { isNotImplemented, notImplemented } from '../../src/handlers/not-implemented.js'
 import { JsonText } from '../../src/http/json-text.js'
 import { PLUGIN_OPERATIONS, type ApiRequest, type AppContext, type OperationId, type Principal } from '../../src/http/types.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
-import { source, spec } from '../helpers/spec-check.js'
-import { audienceDocument } from '../../scripts/openapi-documents.js'
+import { schemaProblems, source, spec } from '../helpers/spec-check.js'
+import { readYaml } from '../helpers/yaml-cache.js'
+import { audienceDocument, withNotImplemented } from '../../scripts/openapi-documents.js'
 
 /** Routes a plugin adds besides its documented operations: Scalar's script. */
 const PLUGIN_ASSETS = new Set(['GET /docs/js/scalar.js', 'HEAD /docs/js/scalar.js'])
@@ -20,7 +22,7 @@ const PLUGIN_NOT_FOUND = ['/docs/openapi.json', '/docs/openapi.yaml']
 const specOperations = Object.entries(spec.paths as Record<string, Record<string, { operationId: string }>>).flatMap(([path, item]) =>
   Object.entries(item)
     .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
-    .map(([method, op]) => ({ method: method.toUpperCase(), url: path.replace(/\{([^}]+)\}/g, ':$1'), operationId: op.operationId })),
+    .map(([method, op]) => ({ method: method.toUpperCase(), path, url: path.replace(/\{([^}]+)\}/g, ':$1'), operationId: op.operationId })),
 )
 
 t.test('every operation of openapi.yaml has exactly one route', async (t) => {
@@ -82,17 +84,33 @@ export const operatorHandlersHaveNone: Principal = {} as PrincipalOf<'adminListP
 // @ts-expect-error a portal operation has no principal
 export const portalHandlersHaveNone: Principal = {} as PrincipalOf<'getBetaJoinPage'>
 
-t.test('operations not built yet are exactly the listed ones, and answer 501 problem+json', async (t) => {
+t.test('operations not built yet are exactly those the spec marks, and their documents list the 501', async (t) => {
   const pending = Object.entries(handlers).filter(([, handler]) => isNotImplemented(handler)).map(([id]) => id)
-  t.same(pending.sort(), [...(NOT_IMPLEMENTED as readonly string[])].sort())
-  const app = await testApp()
-  const { key } = await createProject()
-  for (const id of NOT_IMPLEMENTED as readonly string[]) {
-    const op = specOperations.find((o) => o.operationId === id)!
-    const url = op.url.replace(/:program_id/, 'bp_000000000000000000000').replace(/:id/, 'ch_000000000000000000000')
-    const res = await app.inject({ method: op.method as 'GET', url, headers: { authorization: `Bearer ${key}` } })
-    if (res.statusCode === 501) t.equal(JSON.parse(res.body).code, 'not_implemented', id)
+  const marked = specOperations.filter((op) => (source.paths as Record<string, Record<string, { operationId?: string; 'x-not-implemented'?: boolean }>>)[op.path]![op.method.toLowerCase()]!['x-not-implemented'] === true).map((op) => op.operationId)
+  t.same(pending.sort(), [...(NOT_IMPLEMENTED as readonly string[])].sort(), 'the handlers answering 501 are NOT_IMPLEMENTED')
+  t.same([...(NOT_IMPLEMENTED as readonly string[])].sort(), marked.sort(), 'NOT_IMPLEMENTED is what openapi.yaml marks')
+  for (const op of specOperations) {
+    const responses = Object.keys(spec.paths[op.path][op.method.toLowerCase()].responses)
+    t.equal(responses.includes('501'), marked.includes(op.operationId), `${op.operationId}: a 501 is documented only if it is not built`)
   }
+
+  // The mark, on an operation that is built: every document gets the 501, and the rest do not.
+  const marking = structuredClone(readYaml(new URL('../../openapi.yaml', import.meta.url))) as { paths: Record<string, Record<string, Record<string, unknown>>> }
+  marking.paths['/v1/changelog/{id}']!.get!['x-not-implemented'] = true
+  const partner = audienceDocument(withNotImplemented(marking), 'partner') as typeof marking
+  const read = partner.paths['/v1/changelog/{id}']!.get! as { responses: Record<string, { description: string }>; description: string }
+  t.match(read.responses['501']!.description, /not_implemented/)
+  t.match(read.description, /^\*\*Not built yet: answers `501 not_implemented`/)
+  t.notOk('501' in (partner.paths['/v1/changelog']!.get!.responses as object), 'an operation not marked has none')
+
+  // And the handler of such an operation answers it, as a problem the document's 501 describes.
+  const app = await testApp({}, { handlers: { getChangelogEntry: notImplemented('getChangelogEntry') } })
+  const { key } = await createProject()
+  const res = await app.inject({ url: '/v1/changelog/ch_000000000000000000000', headers: { authorization: `Bearer ${key}` } })
+  t.equal(res.statusCode, 501)
+  t.match(res.headers['content-type'], /^application\/problem\+json/)
+  t.equal(res.json().code, 'not_implemented')
+  t.same(schemaProblems('Problem', res.json()), [])
 })
 
 t.test('each audience has its document, split from the hand-written one', async (t) => {
