@@ -98,7 +98,7 @@ async function start(): Promise<void> {
     // "Server listening" is printed an event-loop turn before listen() returns. Until here the
     // default action stands: nothing is served yet, and a start waiting on an unreachable
     // database stops at once.
-    drainOnSignal(closeWithGrace({ delay: 10_000, skip: DRAIN_SIGNALS }, shutDown))
+    drainOnSignal(closeWithGrace({ delay: GRACE_MS, skip: DRAIN_SIGNALS }, shutDown))
     stopOtherAddresses = await listenOnHost(app, config.host, config.port)
     if (config.webhookDispatch) {
       dispatcher = startWebhookDispatcher({
@@ -131,6 +131,13 @@ async function start(): Promise<void> {
 }
 
 const DRAIN_SIGNALS: ('SIGTERM' | 'SIGINT')[] = ['SIGTERM', 'SIGINT']
+/** close-with-grace's bound on a stop: past it, the process exits 1 ("killed by timeout"). */
+const GRACE_MS = 10_000
+/**
+ * The end of GRACE_MS, kept for what must still happen after the requests: a request still in
+ * flight by then is answered 503 as the pool is ended under it, and the process exits 0.
+ */
+const LAST_MS = 1_500
 /** How soon a second stop signal is the first one's copy rather than a request to stop at once. */
 const SAME_STOP_MS = 500
 let stopSignal: string | undefined
@@ -168,22 +175,39 @@ function drainOnSignal(grace: { close(): void }): void {
  */
 async function shutDown({ err, signal = stopSignal }: { err?: Error; signal?: string }): Promise<void> {
   shuttingDown = true
+  // close-with-grace's clock started with the signal, not with the end of the start.
+  const requestsBy = performance.now() + GRACE_MS - LAST_MS
   if (err) {
     app!.log.error({ err: loggableError(err) }, 'shutting down after an error')
   } else {
     await starting.catch(() => undefined)
     app!.log.info({ signal, delay_ms: config!.shutdownDelayMs }, 'shutting down')
-    return closeAll(config!.shutdownDelayMs)
+    return closeAll(config!.shutdownDelayMs, requestsBy)
   }
-  await closeAll()
+  await closeAll(0, requestsBy)
+}
+
+/** Whether `work` settles (either way) within `ms`. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const timer = new AbortController()
+  try {
+    return await Promise.race([work.then(() => true, () => true), sleep(Math.max(0, ms), false, { signal: timer.signal })])
+  } finally {
+    timer.abort()
+  }
 }
 
 /**
  * Closes what the start has made so far, the HTTP server after `serveOnMs` of draining
  * (SHUTDOWN_DELAY_MS). The dispatcher's in-flight attempts finish (or are given back) within its
- * drain, under close-with-grace's 10 s; a job's run in progress finishes too, before the pool closes.
+ * drain; a job's run in progress finishes too, before the pool closes. All of it by
+ * `requestsBy`, so that the process exits 0 within close-with-grace's 10 s: a request still in
+ * flight then (waiting on a database that went silent, or queued for a connection behind
+ * statements that wait on a lock) is answered 503 as the pool is ended under it, and one that
+ * waits on nothing of ours (a client still sending its body) is cut off. Each took the stop past
+ * the 10 s, to an exit 1 with requests cut off (found by a fault review).
  */
-async function closeAll(serveOnMs = 0): Promise<void> {
+async function closeAll(serveOnMs = 0, requestsBy = performance.now() + GRACE_MS - LAST_MS): Promise<void> {
   const background = Promise.all([dispatcher?.stop(), ...jobs.map((job) => job.stop())])
   if (app && serveOnMs > 0) {
     // The HTTP server serves on a while, /readyz 503 and every answer closing its connection,
@@ -193,8 +217,19 @@ async function closeAll(serveOnMs = 0): Promise<void> {
     app.drain()
     await sleep(serveOnMs)
   }
-  await Promise.all([stopOtherAddresses?.(), app?.close(), background])
-  await database?.close()
+  const closing = Promise.all([stopOtherAddresses?.(), app?.close(), background])
+  let ended: Promise<void> | undefined
+  if (!(await settlesWithin(closing, requestsBy - performance.now()))) {
+    app?.log.warn('requests still in flight at the end of the grace: ending the pool under them (503)')
+    ended = database?.close(0)
+    await ended
+    if (!(await settlesWithin(closing, LAST_MS / 3))) {
+      app?.log.warn('requests still in flight once the pool ended: closing their connections')
+      app?.server.closeAllConnections()
+    }
+  }
+  await closing
+  await (ended ?? database?.close(Math.min(5_000, requestsBy - performance.now())))
 }
 
 const starting = start()

@@ -46,7 +46,12 @@ export interface DbHandle {
    * on the embedded database. Behind PgBouncer the one asked for at connect may not reach it.
    */
   statementTimeoutMs(): Promise<number | undefined>
-  close(): Promise<void>
+  /**
+   * Ends the pool: statements under way may finish for `graceMs` (5 s unless told), then every
+   * connection is destroyed, and what still runs or waits for a connection fails as the
+   * database's absence does (a 503). The embedded database closes at once.
+   */
+  close(graceMs?: number): Promise<void>
 }
 
 /**
@@ -231,8 +236,9 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
         const [row] = await client<{ ms: number }[]>`select extract(epoch from current_setting('statement_timeout')::interval) * 1000 as ms`
         return Number(row!.ms)
       },
-      async close() {
-        await Promise.all([client.end({ timeout: 5 }), readiness.end({ timeout: 5 })])
+      async close(graceMs = 5_000) {
+        const timeout = Math.max(0, graceMs) / 1000
+        await Promise.all([client.end({ timeout }), readiness.end({ timeout })])
       },
     }
   }

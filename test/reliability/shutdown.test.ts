@@ -8,7 +8,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { call } from '../helpers/app.js'
 import { specProblems } from '../helpers/spec-check.js'
-import { httpRequest, pgApp, startServer, uniqueName, type HttpOutcome } from './fixtures/pg.js'
+import postgres from 'postgres'
+import { faultProxy } from './fixtures/fault-proxy.js'
+import { DATABASE_URL, httpRequest, pgApp, startServer, uniqueName, type HttpOutcome } from './fixtures/pg.js'
 
 const WORKERS = 8
 /** Bounds the loop even if the server never stops answering. */
@@ -153,4 +155,81 @@ t.test('SIGTERM: the server serves on for SHUTDOWN_DELAY_MS, /readyz 503, and a 
   const health = await get('/healthz')
   t.same([health.status, health.headers['connection']], [200, 'close'], 'a new connection is still served meanwhile, and closed with its answer')
   t.equal(await server.exited, 0, 'then the server drains and exits 0')
+})
+
+/** A Pro project made through the operator API of `server`. */
+async function operatorProject(server: { base: string }, adminToken: string): Promise<{ id: string; key: string }> {
+  const created = await httpRequest(`${server.base}/admin/v1/projects`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}` },
+    body: { name: 'Shutdown test', plan: 'pro', beta_enabled: true },
+  })
+  if (created.status !== 201) throw new Error(`the project was not made: ${created.status} ${created.body}`)
+  const body = JSON.parse(created.body!) as { data: { id: string }; api_key: string }
+  return { id: body.data.id, key: body.api_key }
+}
+
+/** A 503 unavailable problem with Retry-After, as the contract tells a client to come back later. */
+const retryLater = (o: HttpOutcome) => o.kind === 'complete' && o.status === 503 && /"code":"unavailable"/.test(o.body ?? '') && Number(o.headers?.['retry-after']) >= 1
+
+// What a stop may wait on is bounded, so that the process exits 0 within close-with-grace's 10 s
+// whatever the database does (found by a fault review: a request waiting on a silent database
+// took its 6 s, and the pool's end 5 s more, to an exit 1; writes queued for a connection
+// behind others waiting on a lock were cut off, a 502 at the load balancer, and the exit was 1).
+// Nothing here is timed by the test: the 10 s are the server's own deadline.
+
+t.test('SIGTERM while the database is silent: the request in flight is answered 503, and the exit is 0', async (t) => {
+  const proxy = await faultProxy(t, DATABASE_URL)
+  const adminToken = `admin-${uniqueName('shutdown-silent')}`
+  // The statement's own deadline past the grace: the stop, not the deadline, must answer it.
+  const server = await startServer({ DATABASE_URL: proxy.url, PGAPPNAME: uniqueName('shutdown-silent'), ADMIN_TOKEN: adminToken, DB_STATEMENT_DEADLINE_MS: '20000' })
+  t.teardown(() => {
+    if (server.running()) server.child.kill('SIGKILL')
+  })
+  const { key } = await operatorProject(server, adminToken)
+  proxy.partition()
+  const write = httpRequest(`${server.base}/v1/changelog`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: { title: 'into the silence' }, timeoutMs: 20_000 })
+  server.child.kill('SIGTERM')
+  t.equal(await server.exited, 0, 'the server exits 0')
+  t.notMatch(server.output(), /killed by timeout/, 'within its 10 s of grace')
+  const outcome = await write
+  t.ok(retryLater(outcome), `the write is answered 503 unavailable with Retry-After (${outcome.kind} ${outcome.status} ${outcome.error ?? ''})`)
+  proxy.restore()
+})
+
+t.test('SIGTERM with writes queued behind a lock: each is answered 503, nothing is written, and the exit is 0', async (t) => {
+  const adminToken = `admin-${uniqueName('shutdown-lock')}`
+  // Two connections for eight writes: six wait for a connection, each pair 5 s on the lock.
+  const server = await startServer({ PGAPPNAME: uniqueName('shutdown-lock'), ADMIN_TOKEN: adminToken, DB_POOL_SIZE: '2' })
+  t.teardown(() => {
+    if (server.running()) server.child.kill('SIGKILL')
+  })
+  const project = await operatorProject(server, adminToken)
+  // An entry's foreign key takes a share lock on its project's row, which FOR UPDATE holds off.
+  const locker = postgres(DATABASE_URL, { max: 2, onnotice: () => {} })
+  const session = await locker.reserve()
+  t.teardown(async () => {
+    session.release()
+    await locker.end({ timeout: 1 })
+  })
+  await session`begin`
+  await session`select 1 from projects where id = ${project.id} for update`
+  const writes = Array.from({ length: 8 }, (_, i) =>
+    httpRequest(`${server.base}/v1/changelog`, { method: 'POST', headers: { authorization: `Bearer ${project.key}` }, body: { title: `queued ${i}` }, timeoutMs: 30_000 }),
+  )
+  // The writes are under way (a statement waits on the lock); any still connecting is served
+  // through SHUTDOWN_DELAY_MS, as every request that reaches the server before its port closes.
+  while (!(await locker`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%changelog_entries%'`).length) await sleep(20)
+  server.child.kill('SIGTERM')
+  t.equal(await server.exited, 0, 'the server exits 0')
+  t.notMatch(server.output(), /killed by timeout/, 'within its 10 s of grace')
+  const outcomes = await Promise.all(writes)
+  t.same(
+    outcomes.filter((o) => !retryLater(o)).map((o) => `${o.kind} ${o.status} ${o.error ?? ''}`),
+    [],
+    'every write is answered 503 unavailable with Retry-After, none cut off',
+  )
+  await session`rollback`
+  const [row] = await locker<{ n: number }[]>`select count(*)::int as n from changelog_entries where project_id = ${project.id}`
+  t.equal(row!.n, 0, 'and none of them was written')
 })
