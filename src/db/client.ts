@@ -149,6 +149,9 @@ export async function openConfiguredDatabase(config: Config, role: string): Prom
   try {
     database = await openDatabase(options)
     await database.migrate()
+    // One statement on the pool, whose connections send what the migration's did not
+    // (statement_timeout, TimeZone): a PgBouncer that refuses one refuses every request after.
+    await database.statementTimeoutMs()
     return database
   } catch (error) {
     await database?.close().catch(() => undefined)

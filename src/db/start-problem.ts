@@ -25,12 +25,20 @@ const HINTS: [RegExp, 'fatal' | 'error' | 'any', string][] = [
   [/^42501$/, 'error', 'the user in DATABASE_URL needs the right to create tables in this database'],
 ]
 
+/** PgBouncer's refusal of a setting sent at connect (08P01), which it takes only if told to ignore it. */
+const STARTUP_PARAMETER = /unsupported startup parameter/
+
 /**
  * The line for an error met while opening or migrating `database` (its description, such as
  * "PostgreSQL at 127.0.0.1:5432/app"); undefined when the error is not the database's (a bug).
  */
 export function databaseStartProblem(error: unknown, database: string): string | undefined {
   if (!(error instanceof Error)) return undefined
+  // The driver reports it as a lost connection (no severity), which it is not: retrying never helps.
+  const parameter = findCause(error, ({ message }) => STARTUP_PARAMETER.test(String(message)))
+  if (parameter) {
+    return `${database} refused the start: ${firstLine(parameter.message)}: behind PgBouncer, add \`ignore_startup_parameters = statement_timeout\` to its [pgbouncer] section (README, "Behind PgBouncer").`
+  }
   const refusal = postgresError(error)
   // The cause's own message: a wrapper's (Drizzle's "Failed query: ...") holds the statement and its parameters.
   const unreachable = refusal ? undefined : unavailableCause(error)

@@ -39,8 +39,11 @@ const accepts = (port: number) =>
     socket.once('error', () => resolve(false))
   })
 
-/** Starts PgBouncer in front of `direct`'s server (host and port), in transaction pooling mode. */
-export async function startPgbouncer(direct: string): Promise<Pgbouncer> {
+/**
+ * Starts PgBouncer in front of `direct`'s server (host and port), in transaction pooling mode,
+ * configured as the README says unless `misconfigured` names a line it leaves out.
+ */
+export async function startPgbouncer(direct: string, options: { misconfigured?: 'ignore_startup_parameters' } = {}): Promise<Pgbouncer> {
   const command = binary()
   const target = new URL(direct)
   const user = decodeURIComponent(target.username) || 'postgres'
@@ -64,7 +67,7 @@ export async function startPgbouncer(direct: string): Promise<Pgbouncer> {
       'max_client_conn = 500',
       // postgres.js sends DB_STATEMENT_TIMEOUT_MS as a startup parameter, which PgBouncer
       // refuses unless told to ignore it (README, "Behind PgBouncer").
-      'ignore_startup_parameters = statement_timeout',
+      options.misconfigured === 'ignore_startup_parameters' ? '' : 'ignore_startup_parameters = statement_timeout',
       // After a failed login to PostgreSQL (a restart), try again within a second, not 15 (README).
       'server_login_retry = 1',
       `logfile = ${log}`,

@@ -9,7 +9,8 @@ import postgres from 'postgres'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { defaults } from '../../src/config.js'
-import { openDatabase, warnWithoutStatementTimeout } from '../../src/db/client.js'
+import { openConfiguredDatabase, openDatabase, warnWithoutStatementTimeout } from '../../src/db/client.js'
+import { loadConfig, SetupError } from '../../src/config.js'
 import { rowsOf } from '../../src/db/results.js'
 import { makeRepos } from '../../src/db/repos/index.js'
 import { migrationsFolder } from '../../src/paths.js'
@@ -116,4 +117,20 @@ t.test('a statement_timeout that did not reach PostgreSQL is one warn line at st
   fileTeardown(() => directly.close())
   t.equal(await directly.statementTimeoutMs(), 5000, 'straight to PostgreSQL, the timeout asked for at connect')
   t.equal(await warned(directly), false, 'then no warning')
+})
+
+t.test('a PgBouncer that refuses statement_timeout refuses the start in one line naming the fix', async (t) => {
+  // It took the migration (whose connection sends no statement_timeout), then refused every
+  // connection of the pool: the server listened and answered 503 to everything, the admin CLI
+  // said "retry shortly", and only PgBouncer's log said why (found by a newcomer's review).
+  const strict = await startPgbouncer(direct, { misconfigured: 'ignore_startup_parameters' })
+  t.teardown(() => strict.stop())
+  const config = loadConfig({ DATABASE_URL: strict.url(direct), DB_PREPARE: 'false' })
+  const refusal = await openConfiguredDatabase(config, 'the server').then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  t.ok(refusal instanceof SetupError, 'a configuration refusal, one line')
+  t.match((refusal as Error).message, /unsupported startup parameter: statement_timeout.*add `ignore_startup_parameters = statement_timeout` to its \[pgbouncer\] section/)
+  t.notOk((refusal as Error).message.includes('\n'), 'on one line')
 })
