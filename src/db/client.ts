@@ -1,6 +1,6 @@
 // One Database type over two drivers: postgres.js when DATABASE_URL is set, the embedded
 // PGlite otherwise. Both speak the same SQL, so the repositories do not know which it is.
-import { mkdir } from 'node:fs/promises'
+import { mkdir, readdir } from 'node:fs/promises'
 import { sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
@@ -8,7 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres, { type Sql } from 'postgres'
-import { lockDataDir } from './data-dir-lock.js'
+import { LOCK_FILE, lockDataDir } from './data-dir-lock.js'
 import { runningAgainOnDeadlock, withMigrationLock } from './migration-lock.js'
 import { connectionTarget } from './target.js'
 import { MarkdownRenderer } from '../portal/markdown-rendering.js'
@@ -160,6 +160,19 @@ export async function openConfiguredDatabase(config: Config, role: string): Prom
   }
 }
 
+/**
+ * A DATA_DIR that holds files but no database (`DATA_DIR=.`, a typo): PGlite would write
+ * PostgreSQL's files among them (found by a newcomer's review), where initdb refuses a directory
+ * that is not empty. The lock's own files (a start that stopped before it made the database) are
+ * no one else's.
+ */
+async function refuseForeignFiles(dataDir: string): Promise<void> {
+  const entries = (await readdir(dataDir)).filter((name) => !name.startsWith(LOCK_FILE))
+  if (entries.length && !entries.includes('PG_VERSION')) {
+    throw new SetupError(`DATA_DIR ${dataDir} holds other files (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}) and no embedded database: give it a new or empty directory.`)
+  }
+}
+
 export async function openDatabase(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl) {
     assertPatchedDriver()
@@ -253,6 +266,7 @@ export async function openDatabase(options: DbOptions): Promise<DbHandle> {
       throw new SetupError(`DATA_DIR ${options.dataDir} cannot hold the embedded database (${error.code ?? error.message}: not a directory, or not one this process may create): fix it.`)
     })
     const dataDir = options.dataDir
+    await refuseForeignFiles(dataDir)
     unlock = lockDataDir(dataDir, options.role ?? `process ${process.argv.slice(1).join(' ')}`, {
       // Another process has the lock now, and may have opened the database: two writers corrupt
       // it, so this one stops at once, without another write.

@@ -178,7 +178,10 @@ export function lockDataDir(dataDir: string, role: string, { heartbeatMs = HEART
       process.on('exit', release)
       return release
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const code = (error as NodeJS.ErrnoException).code
+      // A read-only file system, a directory this process may not write, a full disk: one line,
+      // not a stack trace (found by a newcomer's review).
+      if (code !== 'EEXIST') throw new SetupError(`DATA_DIR ${dataDir} cannot hold the embedded database (${code ?? (error as Error).message}: read-only, not writable by this process, or full): fix it.`)
     }
     const holder = readHolder(path)
     if (!holder) continue

@@ -1,6 +1,6 @@
 // What the server, the admin CLI and db:migrate say when the database refuses them at start-up.
 import { DrizzleQueryError } from 'drizzle-orm/errors'
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -67,4 +67,35 @@ t.test('a DATA_DIR that cannot be a directory is one line, not a stack', async (
     t.ok(refusal instanceof SetupError, `${code}: a SetupError`)
     t.equal((refusal as Error).message, `DATA_DIR ${dataDir} cannot hold the embedded database (${code}: not a directory, or not one this process may create): fix it.`)
   }
+})
+
+t.test('a DATA_DIR this process cannot write is one line, not a stack', async (t) => {
+  // A read-only file system printed writeFileSync's EROFS with its stack (found by a newcomer's
+  // review). sysfs takes no new file, whoever asks (root included), read-only mounted or not.
+  const { lockDataDir } = await import('../../src/db/data-dir-lock.js')
+  const { SetupError } = await import('../../src/config.js')
+  let refusal: unknown
+  try {
+    lockDataDir('/sys/kernel', 'a test')()
+  } catch (error) {
+    refusal = error
+  }
+  t.ok(refusal instanceof SetupError, 'a SetupError')
+  t.match((refusal as Error).message, /^DATA_DIR \/sys\/kernel cannot hold the embedded database \(E[A-Z]+: read-only, not writable by this process, or full\): fix it\.$/)
+})
+
+t.test('a DATA_DIR that holds other files and no database is refused, and left as it was', async (t) => {
+  // `DATA_DIR=.` filled the project's root with PostgreSQL's files (found by a newcomer's review).
+  const { openDatabase } = await import('../../src/db/client.js')
+  const { SetupError } = await import('../../src/config.js')
+  const dir = mkdtempSync(join(tmpdir(), 'data-dir-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'README.md'), 'mine')
+  const refusal = await openDatabase({ dataDir: dir }).then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  t.ok(refusal instanceof SetupError, 'a SetupError')
+  t.equal((refusal as Error).message, `DATA_DIR ${dir} holds other files (README.md) and no embedded database: give it a new or empty directory.`)
+  t.same(readdirSync(dir), ['README.md'], 'nothing was written there')
 })
