@@ -30,6 +30,13 @@ function splitHost(written: string): [string, string | undefined] {
   return colon < 0 ? [written, undefined] : [written.slice(0, colon), written.slice(colon + 1) || undefined]
 }
 
+/**
+ * libpq's TLS modes. postgres.js takes any other value for a TLS connection that verifies
+ * everything, so a typo (`sslmode=disabled`) failed at connect with a TLS error that named no
+ * setting (found by a newcomer's review); libpq refuses it, and so does the configuration.
+ */
+const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']
+
 /** The query parameters about TLS: a socket has none, as in libpq. */
 const TLS_PARAMETERS = ['sslmode', 'ssl', 'sslrootcert', 'sslcert', 'sslkey', 'sslpassword', 'sslcrl', 'sslnegotiation']
 
@@ -54,12 +61,15 @@ function decoded(text: string): string {
  * hosts or one each, an empty one the default), where a directory names PostgreSQL's socket.
  * Every other URL is handed on as it is, for postgres.js to read (PGHOST and the other variables
  * included). `url` must parse (config.ts refuses one that does not); TargetError for the forms
- * libpq refuses too, or that one socket cannot be (a directory among several hosts).
+ * libpq refuses too (a TLS mode it does not know), or that one socket cannot be (a directory
+ * among several hosts).
  */
 export function connectionTarget(url: string): ConnectionTarget {
   const parsed = new URL(url)
   const database = decodeURIComponent(parsed.pathname.slice(1))
   const query = parsed.searchParams
+  const sslmode = query.get('sslmode')
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) throw new TargetError(`sslmode must be one of ${SSL_MODES.join(', ')}, not ${JSON.stringify(sslmode.slice(0, 40))}`)
   const written = authorityHosts(url).map(splitHost)
   const ownForm = query.has('host') || query.has('port') || written.some(([host]) => host.includes(':') || host.includes('%'))
   if (!ownForm) {

@@ -81,6 +81,7 @@ t.test('bad values stop the start with a message naming the variable', async (t)
     ['postgres://app:s3cret@127.0.0.1%zz:5432/app', /a host holds an escape that does not decode/],
     ['postgres://app:s3cret@x/app?host=a,b,c&port=1,2', /3 hosts and 2 ports/],
     ['postgres://app:s3cret@x/app?host=/tmp,/var/run/postgresql', /among several hosts/],
+    ['postgres://app:s3cret@x/app?sslmode=disabled', /sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full, not "disabled"/],
   ] as const) {
     const refusal = refusalOf({ DATABASE_URL: url })
     t.ok(refusal instanceof SetupError, `${url.replace('s3cret', '…')}: one line (a SetupError)`)
