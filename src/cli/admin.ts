@@ -164,12 +164,25 @@ export async function runAdminCommand(argv: string[], config: Config, database: 
 const unknownCommand = (command: string | undefined) =>
   new ApiError('validation_failed', `${command === undefined ? 'No command given' : `Unknown command "${command}"`}.\n\n${USAGE}`)
 
-/** The refusal of a command line that names no command, checked before any database is opened. */
+/**
+ * The refusal of a command line that names no command, or an option there is not (`--nmae`) or
+ * without its value, checked before any database is opened; whether the command takes an option
+ * is the command's to tell, once it runs.
+ */
 export function commandProblem(argv: readonly string[]): ApiError | undefined {
-  // Not strict: an option's problem is the command's to tell, once it runs.
   const [command] = parseArgs({ args: [...argv], allowPositionals: true, options: PARSED_OPTIONS, strict: false }).positionals
-  return command !== undefined && Object.hasOwn(OPTIONS, command) ? undefined : unknownCommand(command)
+  if (command === undefined || !Object.hasOwn(OPTIONS, command)) return unknownCommand(command)
+  try {
+    parseArgs({ args: [...argv], allowPositionals: true, options: PARSED_OPTIONS, strict: true })
+  } catch (error) {
+    if (!isParseError(error)) throw error
+    // Node's first sentence ("Unknown option '--nmae'."); its second is about positionals.
+    return new ApiError('validation_failed', `${error.message.split('. ')[0]!.replace(/\.$/, '')}.\n\n${USAGE}`)
+  }
+  return undefined
 }
+
+const isParseError = (error: unknown): error is TypeError => error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')
 
 /** Whether `argv` asks for the usage (`help`, `--help`, `-h`): it is printed, and no database opened. */
 export const asksForHelp = (argv: readonly string[]) => ['help', '--help', '-h'].includes(argv[0] ?? '')
@@ -177,7 +190,7 @@ export const asksForHelp = (argv: readonly string[]) => ['help', '--help', '-h']
 /** One line for the terminal: the problem's code and detail, or a usage error as it is. */
 export function describeError(error: unknown): string {
   if (error instanceof SetupError) return `Cannot run: ${error.message}`
-  if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) return `${error.message}\n\n${USAGE}`
+  if (isParseError(error)) return `${error.message}\n\n${USAGE}`
   const problem = error instanceof ApiError ? error : toApiError(error as never)
   return `${problem.code}: ${problem.detail}`
 }

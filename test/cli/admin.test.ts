@@ -1,5 +1,5 @@
 import t from 'tap'
-import { runAdminCommand } from '../../src/cli/admin.js'
+import { commandProblem, describeError, runAdminCommand } from '../../src/cli/admin.js'
 import { defaults } from '../../src/config.js'
 import { call, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
@@ -29,6 +29,12 @@ t.test('the CLI refuses bad input with the API rules', async (t) => {
   await t.rejects(run('get-project', 'prj_000000000000000000000'), { code: 'not_found' })
   await t.rejects(run('launch'), { code: 'validation_failed', detail: /^Unknown command "launch"\.\n\nUsage: / })
   await t.rejects(run(), { code: 'validation_failed', detail: /^No command given\.\n\nUsage: / })
+  // Before any database is opened, and in the CLI's own words (Node's told how to pass a
+  // positional that starts with "-", with a quote left open: a newcomer's review).
+  t.equal(commandProblem(['list-projects']), undefined)
+  const typo = commandProblem(['create-project', '--nmae', 'x'])
+  t.match(typo && describeError(typo), /^validation_failed: Unknown option '--nmae'\.\n\nUsage: /)
+  t.match(commandProblem(['create-project', '--name'])?.detail, /^Option '--name <value>' argument missing\.\n\nUsage: /)
   await t.rejects(run('update-project', 'prj_000000000000000000000', '--beta', 'maybe'), { code: 'validation_failed' })
 })
 
