@@ -163,8 +163,10 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, no
 
   // Each a store of its own (in Redis, keys of their own), so neither can crowd the other. In
   // Redis their keys read feedback-rl:undefinedundefined-…: the plugin names a store made this
-  // way after a route it does not have. package.json pins the plugin exactly: another naming
-  // would start every budget in Redis afresh, once, on the upgrade.
+  // way after a route it does not have (RedisStore.prototype.child, given createLimiterArgs's
+  // empty routeInfo; no upstream issue: the name is only ugly). package.json pins the plugin
+  // exactly: another naming would start every budget in Redis afresh, once, on the upgrade, and
+  // test/http/rate-limit.test.ts reads the budget under this name, so it fails first.
   const keyLimit = app.createRateLimit({ max: config.rateLimitPerMinute, timeWindow: WINDOW_MS, allowList: [], keyGenerator: (request) => `key:${request.credential!.keyHash}` })
   const failureLimit = app.createRateLimit({ max: config.authFailuresPerMinute, timeWindow: WINDOW_MS, allowList: [], keyGenerator: (request) => `auth-failures:${clientAddress(request)}` })
 

@@ -8,6 +8,8 @@ import { defaults } from '../../src/config.js'
 import { ADMIN_TOKEN, call, createProject, testApp } from '../helpers/app.js'
 import { settle } from '../helpers/clock.js'
 import { testDatabase } from '../helpers/db.js'
+import { hashApiKey } from '../../src/domain/secrets.js'
+import { Redis } from 'ioredis'
 
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
 
@@ -87,6 +89,14 @@ t.test('with REDIS_URL two instances share one budget per key', async (t) => {
   const urls = ['/v1/changelog', '/v1/beta/programs', '/v1/changelog', '/v1/beta/programs', '/v1/changelog']
   for (const [i, app] of [first, second, first, second, first].entries()) statuses.push((await call(t, app, { url: urls[i]!, key })).status)
   t.same(statuses, [200, 200, 200, 200, 429], 'the fifth request is over the shared budget, whichever instance and operation take it')
+
+  // Where the budget lives in Redis: the plugin's name for a store made by createRateLimit
+  // (RedisStore.child given no route, so "undefinedundefined-"). Budgets are found under it
+  // across a deploy; a release of the plugin that names it otherwise (package.json pins it
+  // exactly) starts every budget afresh once, and fails here first.
+  const redis = new Redis(REDIS_URL, { lazyConnect: true })
+  t.teardown(() => redis.disconnect())
+  t.equal(await redis.get(`feedback-rl:undefinedundefined-key:${hashApiKey(key)}`), '5', "the key's budget, counted under the name the plugin gives it")
 })
 
 /** A TCP proxy to Redis that can stop carrying bytes and start again, as a Redis stopped with SIGSTOP does. */
