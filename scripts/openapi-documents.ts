@@ -21,7 +21,7 @@ export type Audience = (typeof AUDIENCES)[number]
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
 /** Where each audience's document is served, and its file under generated/. */
-export const DOCUMENTS: Record<Audience, { path: string; file: string; title: string; description: string }> = {
+export const DOCUMENTS: Record<Audience, { path: string; file: string; title: string; summary?: string; description: string }> = {
   partner: {
     path: '/openapi.json',
     file: 'openapi.json',
@@ -32,6 +32,7 @@ export const DOCUMENTS: Record<Audience, { path: string; file: string; title: st
     path: '/admin/openapi.json',
     file: 'admin-openapi.json',
     title: 'Feedback Service operator API',
+    summary: 'Projects, API keys and metrics, for the operators of a Feedback Service, behind its admin token.',
     description:
       'The operator API of the Feedback Service: projects, API keys and metrics, behind the server\'s `ADMIN_TOKEN`. ' +
       'Not for partners: their document is `/openapi.json`.\n',
@@ -40,6 +41,7 @@ export const DOCUMENTS: Record<Audience, { path: string; file: string; title: st
     path: '/portal/openapi.json',
     file: 'portal-openapi.json',
     title: 'Feedback Service public pages, feeds and probes',
+    summary: 'The key-less side of a Feedback Service: its portal pages and forms, feeds, probes and documents.',
     description:
       'The key-less side of the Feedback Service: the portal\'s HTML pages and forms (for people), its feeds, the ' +
       'health and readiness probes (for operators), the reference page and the API documents. Not for generated ' +
@@ -218,7 +220,7 @@ export function audienceDocument(source: JsonObject, audience: Audience): JsonOb
   const usedTags = new Set(Object.values(paths).flatMap((item) => METHODS.flatMap((m) => ((item as JsonObject)[m]?.tags as string[]) ?? [])))
   const tags = withoutSourceMarkers((doc.tags as JsonObject[]).filter((tag) => tag['x-audience'] === audience && (usedTags.has(tag.name) || !operationsOf(doc, tag.name))))
   const meta = DOCUMENTS[audience]
-  const info = { ...doc.info, title: meta.title, ...(meta.description ? { description: meta.description } : {}) }
+  const info = { ...doc.info, title: meta.title, ...(meta.summary ? { summary: meta.summary } : {}), ...(meta.description ? { description: meta.description } : {}) }
   // The document-wide security applies to every operation without its own: kept only where one of them relies on it.
   const inherits = Object.values(paths).some((item) => METHODS.some((m) => (item as JsonObject)[m] && (item as JsonObject)[m].security === undefined))
   const out: JsonObject = {}

@@ -138,6 +138,9 @@ t.test('each audience has its document, split from the hand-written one', async 
     t.equal(res.headers['access-control-allow-origin'], '*', `${url}: readable from any origin`)
   }
   t.notOk(operator.headers['access-control-allow-origin'], '/admin/openapi.json: no CORS header')
+  // Each says what it is: the partner's summary (an API key per project) is wrong of the other two.
+  for (const res of [portal, operator]) t.notMatch(res.json.info.summary, /one project per API key/, `${res.json.info.title}: its own summary`)
+  t.match(operator.json.info.summary, /admin token/)
   const docs = await call(t, app, { url: '/docs/' })
   t.equal(docs.status, 200)
   t.match(docs.headers['content-type'], /^text\/html/)
