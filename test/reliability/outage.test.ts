@@ -198,8 +198,9 @@ t.test('connections killed mid-traffic: 503 or success, never 500; recovery with
   t.same(offSpec(observed), [], 'every answer matches openapi.yaml')
   t.comment(`slowest answer ${Math.round(Math.max(...observed.map((o) => o.ms)))} ms of ${observed.length} requests`)
   t.ok(observed.some((o) => o.status === 503), 'the outage was visible to clients (at least one 503)')
-  if (observed.some((o) => o.label === 'GET /readyz' && o.status === 503)) t.pass('/readyz answered 503 while connections were being killed')
-  else t.comment('/readyz did not happen to hit a killed connection in this run')
+  // Whether a /readyz met a killed connection is chance: said, not asserted (readiness.test.ts
+  // and faults.test.ts hold /readyz to its 503).
+  t.comment(observed.some((o) => o.label === 'GET /readyz' && o.status === 503) ? '/readyz answered 503 while connections were being killed' : '/readyz did not happen to hit a killed connection in this run')
 
   // Recovery, on the same app (no rebuild): a burst of more requests than the pool has
   // connections, so every pooled connection is used, answers 2xx throughout.
