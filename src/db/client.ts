@@ -164,10 +164,10 @@ export async function openConfiguredDatabase(config: Config, role: string): Prom
  * A DATA_DIR that holds files but no database (`DATA_DIR=.`, a typo): PGlite would write
  * PostgreSQL's files among them (found by a newcomer's review), where initdb refuses a directory
  * that is not empty. The lock's own files (a start that stopped before it made the database) are
- * no one else's.
+ * no one else's, and a file system's `lost+found` (a volume mounted as DATA_DIR) is no one's.
  */
 async function refuseForeignFiles(dataDir: string): Promise<void> {
-  const entries = (await readdir(dataDir)).filter((name) => !name.startsWith(LOCK_FILE))
+  const entries = (await readdir(dataDir)).filter((name) => !name.startsWith(LOCK_FILE) && name !== 'lost+found')
   if (entries.length && !entries.includes('PG_VERSION')) {
     throw new SetupError(`DATA_DIR ${dataDir} holds other files (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', …' : ''}) and no embedded database: give it a new or empty directory.`)
   }

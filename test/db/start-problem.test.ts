@@ -1,6 +1,6 @@
 // What the server, the admin CLI and db:migrate say when the database refuses them at start-up.
 import { DrizzleQueryError } from 'drizzle-orm/errors'
-import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -98,4 +98,13 @@ t.test('a DATA_DIR that holds other files and no database is refused, and left a
   t.ok(refusal instanceof SetupError, 'a SetupError')
   t.equal((refusal as Error).message, `DATA_DIR ${dir} holds other files (README.md) and no embedded database: give it a new or empty directory.`)
   t.same(readdirSync(dir), ['README.md'], 'nothing was written there')
+
+  // A volume mounted as DATA_DIR has a lost+found: it is a new directory all the same.
+  const volume = mkdtempSync(join(tmpdir(), 'data-dir-'))
+  t.teardown(() => rmSync(volume, { recursive: true, force: true }))
+  mkdirSync(join(volume, 'lost+found'))
+  const opened = await openDatabase({ dataDir: volume })
+  t.teardown(() => opened.close())
+  await opened.ping()
+  t.ok(readdirSync(volume).includes('PG_VERSION'), 'a mounted volume is opened and the database made there')
 })
